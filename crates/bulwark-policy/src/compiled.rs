@@ -1,0 +1,475 @@
+//! The policy as the engine uses it: validated, defaults filled in, matchers compiled.
+
+use std::collections::HashMap;
+
+use bulwark_net::Allowlist;
+use regex::Regex;
+
+use crate::glob::Glob;
+use crate::schema::{ApprovalChannel, FleetMode, Mode, UnknownAction};
+use crate::vocab::{CapSet, ContentCategory, ReasonCode, RuleScope, Severity, TaintSet, Verdict};
+
+/// A compiled policy. Build one with [`crate::load_str`], [`crate::load_file`] or
+/// [`Policy::builtin`].
+#[derive(Debug)]
+pub struct Policy {
+    /// The policy's name.
+    pub name: String,
+    /// `name@` plus the first 12 hex digits of SHA-256 over the sources it was built from.
+    pub version: String,
+    /// Enforce or monitor.
+    pub mode: Mode,
+    /// The kill switch.
+    pub lockdown: bool,
+    /// Identities.
+    pub identities: IdentityPolicy,
+    /// The reviewed tool mapping.
+    pub tools: ToolTable,
+    /// Unknown tools.
+    pub unknown_tools: UnknownAction,
+    /// Limits.
+    pub limits: LimitPolicy,
+    /// Rate buckets.
+    pub rate: RatePolicy,
+    /// Loop guard.
+    pub loop_guard: LoopPolicy,
+    /// Content actions.
+    pub content: ContentPolicy,
+    /// Destinations.
+    pub destinations: DestinationPolicy,
+    /// Taint.
+    pub taint: TaintPolicy,
+    /// Capability sequences.
+    pub sequences: Vec<Sequence>,
+    /// Rules, packs first, then the file's own.
+    pub rules: Vec<Rule>,
+    /// Scoring.
+    pub scoring: ScoringPolicy,
+    /// Actions for fail-closed reason codes.
+    pub on_error: HashMap<ReasonCode, Verdict>,
+    /// Approvals.
+    pub approvals: ApprovalPolicy,
+    /// Pinning.
+    pub pinning: PinningPolicy,
+    /// Audit.
+    pub audit: AuditPolicy,
+    /// Fleet, when configured.
+    pub fleet: Option<FleetPolicy>,
+    /// The packs loaded, in order.
+    pub packs: Vec<String>,
+}
+
+impl Policy {
+    /// The action for a fail-closed reason code (block unless the policy says otherwise).
+    pub fn on_error(&self, code: ReasonCode) -> Verdict {
+        self.on_error.get(&code).copied().unwrap_or(Verdict::Block)
+    }
+}
+
+/// Identity settings.
+#[derive(Debug, Default)]
+pub struct IdentityPolicy {
+    /// `(principal, SHA-256 of the token)`.
+    pub bearer_tokens: Vec<(String, [u8; 32])>,
+    /// Environment variable holding the header signing key.
+    pub header_signing_key_env: Option<String>,
+    /// Refuse unverified principals.
+    pub require_verified: bool,
+}
+
+/// Where a tool's interesting arguments are.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArgPointers {
+    /// Shell command.
+    pub command: Option<String>,
+    /// SQL.
+    pub sql: Option<String>,
+    /// URL or host.
+    pub url: Option<String>,
+    /// File path.
+    pub path: Option<String>,
+}
+
+/// One reviewed tool.
+#[derive(Clone, Debug, Default)]
+pub struct ToolSpec {
+    /// The name as written in the policy.
+    pub name: String,
+    /// What it can do.
+    pub capabilities: CapSet,
+    /// Taint its results produce.
+    pub taint: TaintSet,
+    /// Where its arguments are.
+    pub args: ArgPointers,
+    /// Always ask a human.
+    pub approval: bool,
+    /// Ask the fleet.
+    pub escalate: bool,
+    /// Refuse every call.
+    pub quarantine: bool,
+    /// Known input schema.
+    pub input_schema: Option<serde_json::Value>,
+}
+
+/// Tools by lower-cased name.
+#[derive(Debug, Default)]
+pub struct ToolTable {
+    by_name: HashMap<String, ToolSpec>,
+}
+
+impl ToolTable {
+    pub(crate) fn insert(&mut self, spec: ToolSpec) {
+        self.by_name.insert(spec.name.to_lowercase(), spec);
+    }
+
+    /// Looks a tool up, ignoring case.
+    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+        if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.by_name.get(&name.to_lowercase())
+        } else {
+            self.by_name.get(name)
+        }
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// Whether no tool is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// All tools, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.by_name.values()
+    }
+}
+
+/// Limits.
+#[derive(Clone, Debug)]
+pub struct LimitPolicy {
+    /// Largest argument document.
+    pub max_args_bytes: usize,
+    /// Largest result.
+    pub max_result_bytes: usize,
+    /// Deepest nesting.
+    pub max_depth: usize,
+    /// Longest tool name.
+    pub max_tool_name: usize,
+    /// Most sessions.
+    pub max_sessions: usize,
+    /// Idle expiry in milliseconds.
+    pub session_idle_ms: u64,
+}
+
+/// Buckets for one scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BucketSpec {
+    /// All calls per period.
+    pub calls: Option<u32>,
+    /// Network calls per period.
+    pub network: Option<u32>,
+    /// Actuations per period.
+    pub actuate: Option<u32>,
+    /// The period in milliseconds.
+    pub per_ms: u64,
+}
+
+/// Rate policy.
+#[derive(Clone, Debug)]
+pub struct RatePolicy {
+    /// Per session.
+    pub session: Option<BucketSpec>,
+    /// Per principal.
+    pub principal: Option<BucketSpec>,
+    /// Per tool.
+    pub tool: Option<BucketSpec>,
+    /// Global.
+    pub global: Option<BucketSpec>,
+}
+
+/// Loop guard policy.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopPolicy {
+    /// The Nth identical call in the window is a loop; 0 disables.
+    pub max_repeats: u32,
+    /// The Nth identical result in the window is a loop; 0 disables.
+    pub max_same_result: u32,
+    /// Window in milliseconds.
+    pub window_ms: u64,
+}
+
+/// Actions per content category.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CategoryTable([Verdict; 8]);
+
+impl CategoryTable {
+    pub(crate) fn new(default: [Verdict; 8]) -> Self {
+        CategoryTable(default)
+    }
+
+    pub(crate) fn set(&mut self, c: ContentCategory, v: Verdict) {
+        self.0[c as usize] = v;
+    }
+
+    /// The action for a category.
+    pub fn get(&self, c: ContentCategory) -> Verdict {
+        self.0[c as usize]
+    }
+}
+
+/// Content policy.
+#[derive(Clone, Debug)]
+pub struct ContentPolicy {
+    /// Requests that can reach the network.
+    pub request: CategoryTable,
+    /// Requests that cannot.
+    pub request_offline: CategoryTable,
+    /// Results.
+    pub response: CategoryTable,
+    /// Definitions.
+    pub definition: CategoryTable,
+    /// Largest text scanned.
+    pub max_scan_bytes: usize,
+}
+
+/// Destination policy.
+#[derive(Clone, Debug)]
+pub struct DestinationPolicy {
+    /// The allowlist (empty: no allowlist).
+    pub allow: Allowlist,
+    /// Approved endpoints.
+    pub approved: Allowlist,
+    /// SSRF exceptions.
+    pub internal_ok: Allowlist,
+    /// Allowed schemes, lower-case.
+    pub schemes: Vec<String>,
+    /// Whether names are accepted.
+    pub hostnames: bool,
+    /// Whether a network call needs a destination.
+    pub require: bool,
+}
+
+/// A compiled path glob (`**` crosses directories, `~/` is any home directory).
+#[derive(Clone, Debug)]
+pub struct PathGlob {
+    /// As written.
+    pub source: String,
+    pub(crate) regex: Regex,
+}
+
+impl PathGlob {
+    /// Whether `path` matches.
+    pub fn matches(&self, path: &str) -> bool {
+        self.regex.is_match(path)
+    }
+}
+
+/// Taint policy.
+#[derive(Clone, Debug)]
+pub struct TaintPolicy {
+    /// `(capability family, taint)`: results of calls with such a capability add the taint.
+    pub sources: Vec<(String, TaintSet)>,
+    /// Paths whose reading adds `private-data`.
+    pub sensitive_paths: Vec<PathGlob>,
+    /// Forbidden with private-data only.
+    pub private_data: CapSet,
+    /// Forbidden with untrusted-input only.
+    pub untrusted_input: CapSet,
+    /// Forbidden with both.
+    pub both: CapSet,
+}
+
+impl TaintPolicy {
+    /// What the revocation matrix forbids for `taint`.
+    pub fn forbidden(&self, taint: TaintSet) -> CapSet {
+        use crate::vocab::Taint::{PrivateData, UntrustedInput};
+        match (taint.contains(PrivateData), taint.contains(UntrustedInput)) {
+            (false, false) => CapSet::EMPTY,
+            (true, false) => self.private_data,
+            (false, true) => self.untrusted_input,
+            (true, true) => self.both,
+        }
+    }
+
+    /// Whether `path` is sensitive.
+    pub fn is_sensitive_path(&self, path: &str) -> bool {
+        self.sensitive_paths.iter().any(|g| g.matches(path))
+    }
+}
+
+/// A capability sequence.
+#[derive(Clone, Debug)]
+pub struct Sequence {
+    /// Identifier.
+    pub id: String,
+    /// Capability families, in order.
+    pub steps: Vec<String>,
+    /// Most calls from first to last step.
+    pub within_calls: u32,
+    /// Most milliseconds from first to last step.
+    pub within_ms: u64,
+    /// Severity.
+    pub severity: Severity,
+    /// Action.
+    pub action: Verdict,
+    /// Reason.
+    pub reason: String,
+    /// Safer alternative.
+    pub safer_alternative: Option<String>,
+}
+
+/// A compiled rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// Identifier.
+    pub id: String,
+    /// Severity.
+    pub severity: Severity,
+    /// Points.
+    pub points: u32,
+    /// Where it applies.
+    pub scopes: Vec<RuleScope>,
+    /// The condition tree.
+    pub condition: Condition,
+    /// Explicit action, overriding the severity's.
+    pub action: Option<Verdict>,
+    /// Reason.
+    pub reason: String,
+    /// Safer alternative.
+    pub safer_alternative: Option<String>,
+    /// The pack or file it came from.
+    pub origin: String,
+}
+
+/// A rule's condition tree.
+#[derive(Clone, Debug)]
+pub enum Condition {
+    /// Every child holds.
+    All(Vec<Condition>),
+    /// At least one child holds.
+    Any(Vec<Condition>),
+    /// The child does not hold.
+    Not(Box<Condition>),
+    /// The tool name matches one glob.
+    Tools(Vec<Glob>),
+    /// The call has a capability within one of these families.
+    Capabilities(Vec<String>),
+    /// A value by pointer passes a test.
+    Arg {
+        /// RFC 6901 pointer.
+        pointer: String,
+        /// The test.
+        test: ArgTest,
+    },
+    /// Some string in the payload matches.
+    Text(Regex),
+    /// A named predicate holds.
+    Predicate(String),
+    /// The session carries all these labels.
+    Taint(TaintSet),
+}
+
+/// A test on one value.
+#[derive(Clone, Debug)]
+pub enum ArgTest {
+    /// Matches a regex (strings; numbers and booleans as text).
+    Regex(Regex),
+    /// Equals a value.
+    Equals(serde_json::Value),
+    /// Resolves (true) or not (false).
+    Exists(bool),
+}
+
+/// Scoring.
+#[derive(Clone, Debug)]
+pub struct ScoringPolicy {
+    /// Points for medium.
+    pub medium: u32,
+    /// Points for high.
+    pub high: u32,
+    /// Points for critical.
+    pub critical: u32,
+    /// Burst count; 0 disables.
+    pub burst_count: u32,
+    /// Burst window.
+    pub burst_window_ms: u64,
+    /// Which matches count toward a burst.
+    pub burst_min_severity: Severity,
+    /// Severity → action.
+    pub actions: [Verdict; 4],
+}
+
+impl ScoringPolicy {
+    /// The tier a point total reaches.
+    pub fn tier(&self, points: u32) -> Option<Severity> {
+        if points >= self.critical {
+            Some(Severity::Critical)
+        } else if points >= self.high {
+            Some(Severity::High)
+        } else if points >= self.medium {
+            Some(Severity::Medium)
+        } else if points > 0 {
+            Some(Severity::Low)
+        } else {
+            None
+        }
+    }
+
+    /// The action for a severity.
+    pub fn action(&self, s: Severity) -> Verdict {
+        self.actions[s as usize]
+    }
+}
+
+/// Approvals.
+#[derive(Clone, Debug)]
+pub struct ApprovalPolicy {
+    /// Timeout in milliseconds.
+    pub timeout_ms: u64,
+    /// Tools that always need a human.
+    pub tools: Vec<Glob>,
+    /// Most pending requests.
+    pub max_pending: usize,
+    /// Channels.
+    pub channels: Vec<ApprovalChannel>,
+    /// Webhook.
+    pub webhook_url: Option<String>,
+}
+
+/// Pinning.
+#[derive(Clone, Copy, Debug)]
+pub struct PinningPolicy {
+    /// Whether pinning is on.
+    pub enabled: bool,
+    /// What a changed definition gets.
+    pub on_change: Verdict,
+}
+
+/// Audit.
+#[derive(Clone, Debug)]
+pub struct AuditPolicy {
+    /// Whether the record is written.
+    pub enabled: bool,
+    /// Path.
+    pub path: Option<String>,
+    /// Checkpoint every N entries.
+    pub checkpoint_every: u64,
+    /// Checkpoint every N seconds.
+    pub checkpoint_secs: u64,
+}
+
+/// Fleet.
+#[derive(Clone, Debug)]
+pub struct FleetPolicy {
+    /// Broker URL.
+    pub broker: String,
+    /// Device id.
+    pub device_id: Option<String>,
+    /// Mode.
+    pub mode: FleetMode,
+    /// Wait for sync_block.
+    pub timeout_ms: u64,
+}

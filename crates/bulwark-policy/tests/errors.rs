@@ -1,0 +1,129 @@
+//! A wrong policy is refused with FILE:LINE:COLUMN and what was expected.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use bulwark_policy::load_str;
+
+fn err(yaml: &str) -> String {
+    if std::env::var_os("SHOW").is_some() {
+        eprintln!("{}", load_str("p.yaml", yaml).err().map(|e| e.to_string()).unwrap_or_default());
+    }
+    match load_str("p.yaml", yaml) {
+        Ok(_) => panic!("accepted:\n{yaml}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[track_caller]
+fn assert_err(yaml: &str, location: &str, needle: &str) {
+    let e = err(yaml);
+    assert!(e.starts_with(&format!("p.yaml:{location}: ")), "wrong location in {e:?} (want {location})");
+    assert!(e.contains(needle), "{e:?} lacks {needle:?}");
+}
+
+#[test]
+fn unknown_top_level_key() {
+    assert_err("version: 1\nmdoe: enforce\n", "2:1", "mdoe");
+}
+
+#[test]
+fn unknown_nested_key() {
+    assert_err("version: 1\nlimits:\n  max_args_byte: 10\n", "3:3", "max_args_byte");
+}
+
+#[test]
+fn wrong_type() {
+    assert_err("version: 1\nlimits:\n  max_depth: deep\n", "3:14", "");
+}
+
+#[test]
+fn yes_is_not_a_boolean() {
+    assert_err("version: 1\nlockdown: yes\n", "2:11", "");
+}
+
+#[test]
+fn unknown_enum_value() {
+    assert_err("version: 1\nmode: enforcing\n", "2:7", "enforcing");
+    assert_err("version: 1\ntools:\n  t:\n    capabilities: [net.egres]\n", "4:20", "net.egres");
+}
+
+#[test]
+fn bad_regex_points_at_the_regex() {
+    let y = "version: 1\npacks: []\nrules:\n  - id: x.y\n    severity: high\n    match:\n      text: '(unclosed'\n    reason: r\n";
+    assert_err(y, "7:13", "bad regex");
+}
+
+#[test]
+fn bad_glob() {
+    let y = "version: 1\npacks: []\nrules:\n  - id: x.y\n    severity: high\n    match:\n      tools: ['[ab]']\n    reason: r\n";
+    assert_err(y, "7:15", "bad glob");
+}
+
+#[test]
+fn bad_pointer() {
+    assert_err("version: 1\ntools:\n  t:\n    command: command\n", "4:14", "bad JSON pointer");
+}
+
+#[test]
+fn unknown_predicate() {
+    let y = "version: 1\npacks: []\nrules:\n  - id: x.y\n    severity: high\n    match:\n      predicates: [sql.dorp]\n    reason: r\n";
+    assert_err(y, "7:20", "unknown predicate");
+}
+
+#[test]
+fn bad_destination_pattern() {
+    assert_err("version: 1\ndestinations:\n  allow: ['a.*.com']\n", "3:11", "bad destination pattern");
+    assert_err("version: 1\ndestinations:\n  allow: ['10.0.0.0/33']\n", "3:11", "CIDR");
+}
+
+#[test]
+fn duplicate_key() {
+    assert_err("version: 1\nmode: enforce\nmode: monitor\n", "3:1", "");
+}
+
+#[test]
+fn duplicate_rule_id_with_a_pack() {
+    let y = "version: 1\nrules:\n  - id: sql.truncate\n    severity: low\n    match: { predicates: [sql.truncate] }\n    reason: r\n";
+    assert_err(y, "3:9", "overrides");
+}
+
+#[test]
+fn override_of_unknown_rule() {
+    assert_err("version: 1\noverrides:\n  no.such_rule: { disabled: true }\n", "3:17", "unknown rule");
+}
+
+#[test]
+fn errors_never_read_as_clean() {
+    assert_err("version: 1\non_error:\n  INVALID_INPUT: allow\n", "3:18", "never read as clean");
+    assert_err("version: 1\non_error:\n  NOPE: block\n", "3:9", "unknown on_error code");
+}
+
+#[test]
+fn unknown_capability_family() {
+    let y = "version: 1\nsequences:\n  - id: s\n    steps: [net.egress, exec.shel]\n";
+    assert_err(y, "4:25", "unknown capability");
+}
+
+#[test]
+fn unknown_pack() {
+    assert_err("version: 1\npacks: [nope]\n", "2:9", "unknown pack");
+}
+
+#[test]
+fn wrong_version() {
+    assert_err("version: 2\n", "1:10", "unsupported version");
+}
+
+#[test]
+fn reports_every_problem_at_once() {
+    let y = "version: 1\ntools:\n  a:\n    command: x\n  b:\n    sql: y\n";
+    let e = err(y);
+    assert_eq!(e.lines().count(), 2, "{e}");
+    assert!(e.lines().next().unwrap().starts_with("p.yaml:4:"));
+    assert!(e.lines().nth(1).unwrap().starts_with("p.yaml:6:"));
+}
+
+#[test]
+fn alias_bombs_are_refused() {
+    let bomb = "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n";
+    assert!(load_str("p.yaml", bomb).is_err());
+}
