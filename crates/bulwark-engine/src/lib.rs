@@ -1,0 +1,89 @@
+//! Bulwark's evaluation engine: a [`Call`] in, a [`Decision`] out, the same for every front.
+//!
+//! The engine runs the pipeline of DESIGN §5 — lockdown, validate, classify, rate, loop,
+//! integrity, content, destinations, taint, sequences, rules, approval, verdict cache —
+//! one module per stage under [`stages`], in that order.
+//!
+//! **Key design decision: sans-I/O.** The engine is a synchronous library. It opens no
+//! sockets or files, starts no threads, reads no clock and draws no randomness: the front
+//! passes in the time ([`Now`]) and the state ([`State`]) with each call. The alternative —
+//! an engine that owned a runtime, timers and its own storage — would tie it to one front's
+//! concurrency model, make tests depend on wall-clock time, and make the C ABI heavy. As it
+//! is, the same engine runs in a single-threaded CLI, behind a multi-threaded gateway and
+//! inside `libbulwark`, and every test is deterministic. (The models: `rustls`,
+//! `quinn-proto`, `h2`'s codec.)
+//!
+//! ```
+//! use bulwark_engine::{Call, Engine, Now, State};
+//! use bulwark_policy::{Policy, Verdict};
+//!
+//! let engine = Engine::new(Policy::builtin().unwrap());
+//! let mut state = State::new(engine.policy());
+//! let call = Call::request("s1", "execute_sql", serde_json::json!({"sql": "DROP DATABASE prod"}));
+//! let d = engine.evaluate(&call, &mut state, Now::at(0));
+//! assert_eq!(d.decision, Verdict::Block);
+//! assert_eq!(d.rule_id.as_deref(), Some("sql.drop_database"));
+//! ```
+
+pub mod analysis;
+pub mod bounded;
+pub mod bucket;
+pub mod call;
+pub mod canonical;
+pub mod decision;
+pub mod pins;
+pub mod pipeline;
+pub mod scanner;
+pub mod schema_check;
+pub mod session;
+pub mod stages;
+pub mod state;
+pub mod time;
+pub mod verdict_cache;
+
+use std::sync::Arc;
+
+pub use bulwark_policy::{self as policy, CapSet, Capability, Policy, ReasonCode, Severity, Taint, TaintSet, Verdict};
+pub use call::{Call, Definition, Direction, Principal, ToolRef};
+pub use decision::{Decision, EscalationMode, Finding};
+pub use pipeline::{Observer, Outcome, Quiet};
+pub use scanner::{ContentFinding, ContentScanner, NoScanner, ScanInput, ScanOutput};
+pub use stages::Stage;
+pub use stages::approval::call_digest;
+pub use state::State;
+pub use time::Now;
+
+/// The engine: a compiled policy and a content scanner. Cheap to clone; share it freely.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    policy: Arc<Policy>,
+    scanner: Arc<dyn ContentScanner>,
+}
+
+impl Engine {
+    /// An engine for `policy` with no content scanner (see [`NoScanner`]).
+    pub fn new(policy: Policy) -> Engine {
+        Engine { policy: Arc::new(policy), scanner: Arc::new(NoScanner) }
+    }
+
+    /// The same engine with `scanner` as its content stage.
+    pub fn with_scanner(self, scanner: Arc<dyn ContentScanner>) -> Engine {
+        Engine { scanner, ..self }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Decides one call. `state` is updated (sessions, buckets, pins, …); `now` is the
+    /// front's monotonic clock.
+    pub fn evaluate(&self, call: &Call, state: &mut State, now: Now) -> Decision {
+        pipeline::run(&self.policy, self.scanner.as_ref(), call, state, now, &mut Quiet)
+    }
+
+    /// Decides one call, reporting each stage to `observer` (for `policy explain`).
+    pub fn evaluate_observed(&self, call: &Call, state: &mut State, now: Now, observer: &mut dyn Observer) -> Decision {
+        pipeline::run(&self.policy, self.scanner.as_ref(), call, state, now, observer)
+    }
+}

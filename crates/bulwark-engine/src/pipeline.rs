@@ -1,0 +1,229 @@
+//! The pipeline: the stages of DESIGN §5 in order over one [`Ctx`], then the commit that
+//! updates session state from the final decision.
+
+use bulwark_net::Assessment;
+use bulwark_policy::{CapSet, Mode, Policy, ReasonCode, Severity, TaintSet, ToolSpec, Verdict};
+use serde_json::Value;
+
+use crate::analysis::catalogue;
+use crate::call::Call;
+use crate::decision::{Decision, EscalationMode, Finding};
+use crate::scanner::ContentScanner;
+use crate::stages::{self, Stage};
+use crate::state::State;
+use crate::time::Now;
+
+/// Where the engine's knowledge of a tool came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Known {
+    /// The policy's reviewed mapping.
+    Policy,
+    /// The built-in catalogue.
+    Catalogue,
+    /// Neither.
+    Unknown,
+}
+
+/// A destination the call reaches, with its SSRF assessment.
+#[derive(Clone, Debug)]
+pub struct Dest {
+    /// As written.
+    pub text: String,
+    /// Parsed and checked.
+    pub assessment: Assessment,
+}
+
+/// The decision being built.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Reason code.
+    pub code: Option<ReasonCode>,
+    /// Rule id.
+    pub rule_id: Option<String>,
+    /// Severity.
+    pub severity: Option<Severity>,
+    /// Reason.
+    pub reason: String,
+    /// Safer alternative.
+    pub safer: Option<String>,
+}
+
+impl Outcome {
+    fn allow() -> Outcome {
+        Outcome { verdict: Verdict::Allow, code: None, rule_id: None, severity: None, reason: String::new(), safer: None }
+    }
+
+    fn stronger_than(&self, other: &Outcome) -> bool {
+        (self.verdict, self.severity) > (other.verdict, other.severity)
+    }
+}
+
+/// Everything one evaluation knows.
+pub struct Ctx<'a> {
+    /// The call.
+    pub call: &'a Call,
+    /// The policy.
+    pub policy: &'a Policy,
+    /// The content scanner.
+    pub scanner: &'a dyn ContentScanner,
+    /// The time.
+    pub now: Now,
+    /// Where the tool is known from.
+    pub known: Known,
+    /// The policy's entry, when mapped.
+    pub spec: Option<&'a ToolSpec>,
+    /// The catalogue's entry, when in the catalogue.
+    pub entry: Option<catalogue::Entry>,
+    /// Derived capabilities.
+    pub caps: CapSet,
+    /// Whether the tool itself (not its arguments) has a network capability.
+    pub net_by_tool: bool,
+    /// Destinations.
+    pub destinations: Vec<Dest>,
+    /// Paths.
+    pub paths: Vec<String>,
+    /// Named predicates that hold.
+    pub predicates: Vec<&'static str>,
+    /// Taint this call gives the session if it goes through.
+    pub taint_out: TaintSet,
+    /// Whether the fleet should be asked about this tool.
+    pub escalate: bool,
+    /// What was found.
+    pub findings: Vec<Finding>,
+    /// The decision so far.
+    pub outcome: Outcome,
+    /// The strongest outcome below `approve`, restored when an approval is used.
+    pub below_approve: Outcome,
+    /// Masked payload.
+    pub masked: Option<Value>,
+    /// For rate limits.
+    pub retry_after_ms: Option<u64>,
+    /// Fleet verdict pending.
+    pub pending: bool,
+    /// Escalation the front should perform.
+    pub escalation: Option<EscalationMode>,
+    /// An approval was used.
+    pub approved: bool,
+    /// Digest bound to this exact call.
+    pub call_digest: Option<String>,
+    /// Rules that matched, with their severity (for burst tracking).
+    pub rule_hits: Vec<Severity>,
+    /// The loop guard's fingerprint of this call or result.
+    pub loop_print: Option<u64>,
+    /// A note for `policy explain`, set by the stage that just ran.
+    pub note: String,
+}
+
+impl<'a> Ctx<'a> {
+    /// Raises the decision to `verdict` if that is stronger than what stands.
+    pub fn raise(&mut self, verdict: Verdict, code: ReasonCode, rule_id: Option<String>, severity: Option<Severity>, reason: impl Into<String>, safer: Option<String>) {
+        let candidate = Outcome { verdict, code: Some(code), rule_id, severity, reason: reason.into(), safer };
+        if verdict < Verdict::Approve && candidate.stronger_than(&self.below_approve) {
+            self.below_approve = candidate.clone();
+        }
+        if candidate.stronger_than(&self.outcome) {
+            self.outcome = candidate;
+        }
+    }
+
+    /// Whether the call is already blocked.
+    pub fn blocked(&self) -> bool {
+        self.outcome.verdict == Verdict::Block
+    }
+
+    /// The tool name, lower-cased.
+    pub fn tool_lc(&self) -> String {
+        self.call.tool.name.to_lowercase()
+    }
+}
+
+/// Receives each stage's result; `bulwark policy explain` times and prints them.
+pub trait Observer {
+    /// Called before a stage runs.
+    fn before(&mut self, _stage: Stage) {}
+    /// Called after a stage ran, with the decision as it stands and the stage's note.
+    fn after(&mut self, _stage: Stage, _outcome: &Outcome, _note: &str) {}
+}
+
+/// An observer that does nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+pub(crate) fn run(policy: &Policy, scanner: &dyn ContentScanner, call: &Call, state: &mut State, now: Now, observer: &mut dyn Observer) -> Decision {
+    let mut ctx = Ctx {
+        call,
+        policy,
+        scanner,
+        now,
+        known: Known::Unknown,
+        spec: None,
+        entry: None,
+        caps: CapSet::EMPTY,
+        net_by_tool: false,
+        destinations: Vec::new(),
+        paths: Vec::new(),
+        predicates: Vec::new(),
+        taint_out: TaintSet::NONE,
+        escalate: false,
+        findings: Vec::new(),
+        outcome: Outcome::allow(),
+        below_approve: Outcome::allow(),
+        masked: None,
+        retry_after_ms: None,
+        pending: false,
+        escalation: None,
+        approved: false,
+        call_digest: None,
+        rule_hits: Vec::new(),
+        loop_print: None,
+        note: String::new(),
+    };
+    for &stage in stages::order(call.direction) {
+        observer.before(stage);
+        ctx.note.clear();
+        stages::run(stage, &mut ctx, state);
+        observer.after(stage, &ctx.outcome, &ctx.note);
+        if ctx.blocked() {
+            break;
+        }
+    }
+    finish(ctx, state)
+}
+
+/// Monitor mode, the commit of session state, and the decision.
+fn finish(mut ctx: Ctx<'_>, state: &mut State) -> Decision {
+    let mut monitor = None;
+    if ctx.policy.mode == Mode::Monitor && ctx.outcome.verdict > Verdict::Warn {
+        monitor = Some(ctx.outcome.verdict);
+        ctx.outcome.verdict = Verdict::Warn;
+    }
+    let allowed = ctx.outcome.verdict <= Verdict::Mask;
+    stages::commit(&mut ctx, state, allowed);
+    let taint = state.sessions.get(&ctx.call.session, ctx.now.mono_ms).taint;
+    let o = ctx.outcome;
+    let reason = if o.reason.is_empty() { "no rule or check stood in the way".to_string() } else { o.reason };
+    Decision {
+        decision: o.verdict,
+        reason_code: o.code,
+        rule_id: o.rule_id,
+        severity: o.severity,
+        reason,
+        safer_alternative: o.safer,
+        tool: ctx.call.tool.name.clone(),
+        capabilities: ctx.caps,
+        findings: ctx.findings,
+        taint,
+        policy_version: ctx.policy.version.clone(),
+        eval_us: 0,
+        destinations: ctx.destinations.into_iter().map(|d| d.text).collect(),
+        masked: if o.verdict == Verdict::Mask || (monitor.is_some() && ctx.masked.is_some()) { ctx.masked } else { None },
+        monitor,
+        retry_after_ms: ctx.retry_after_ms,
+        pending: ctx.pending,
+        escalate: ctx.escalation,
+        approved: ctx.approved,
+        call_digest: if o.verdict == Verdict::Approve || ctx.approved { ctx.call_digest } else { None },
+    }
+}

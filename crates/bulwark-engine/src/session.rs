@@ -1,0 +1,173 @@
+//! Per-session state: taint, buckets, loop history, sequence progress, burst history.
+//!
+//! Everything here is bounded. With the default policy a session costs about 1.5 KiB:
+//! three buckets (48 B), 32 call fingerprints and 32 result fingerprints (16 B each),
+//! 32 burst timestamps (8 B each), two 16-byte progress slots per sequence step, plus the
+//! session id. `SessionTable` keeps at most `limits.max_sessions` of them and drops any idle
+//! longer than `limits.session_idle_secs`.
+
+use std::collections::VecDeque;
+
+use bulwark_policy::{Policy, TaintSet};
+
+use crate::bounded::BoundedMap;
+use crate::bucket::Bucket;
+
+/// How many recent call and result fingerprints a session remembers.
+pub const HISTORY: usize = 32;
+
+/// Buckets for one scope: all calls, network calls, actuations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScopeBuckets {
+    /// All calls.
+    pub calls: Option<Bucket>,
+    /// Network calls.
+    pub network: Option<Bucket>,
+    /// Actuations.
+    pub actuate: Option<Bucket>,
+}
+
+/// Progress of one capability sequence: for each prefix length k, the latest start (time and
+/// call number) of any match of the first k steps. Latest starts keep the most room in the
+/// window, so this finds a match whenever one exists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SequenceProgress {
+    /// `best[k-1]`: latest start of a match of steps `0..k`.
+    pub best: Vec<Option<(u64, u64)>>,
+}
+
+/// One session.
+#[derive(Clone, Debug, Default)]
+pub struct Session {
+    /// The taint collected so far; only grows.
+    pub taint: TaintSet,
+    /// Last activity on the monotonic clock.
+    pub last_seen_ms: u64,
+    /// Calls seen that acted (requests and proposals that were not blocked).
+    pub calls: u64,
+    /// Rate buckets.
+    pub buckets: ScopeBuckets,
+    /// Recent call fingerprints with their time.
+    pub recent_calls: VecDeque<(u64, u64)>,
+    /// Recent result fingerprints with their time.
+    pub recent_results: VecDeque<(u64, u64)>,
+    /// Times of recent rule matches at or above the burst severity.
+    pub burst: VecDeque<u64>,
+    /// Progress per policy sequence (index-aligned with `policy.sequences`).
+    pub sequences: Vec<SequenceProgress>,
+    /// The policy version the sequence progress belongs to.
+    pub sequences_version: String,
+}
+
+impl Session {
+    /// Pushes a fingerprint into a bounded history.
+    pub fn remember(history: &mut VecDeque<(u64, u64)>, fingerprint: u64, now_ms: u64) {
+        if history.len() == HISTORY {
+            history.pop_front();
+        }
+        history.push_back((fingerprint, now_ms));
+    }
+
+    /// Sequence progress shaped for `policy`, reset if the policy changed.
+    pub fn sequences_for(&mut self, policy: &Policy) -> &mut Vec<SequenceProgress> {
+        if self.sequences_version != policy.version || self.sequences.len() != policy.sequences.len() {
+            self.sequences = policy.sequences.iter().map(|s| SequenceProgress { best: vec![None; s.steps.len()] }).collect();
+            self.sequences_version = policy.version.clone();
+        }
+        &mut self.sequences
+    }
+}
+
+/// All sessions, bounded in count and idle time.
+#[derive(Debug)]
+pub struct SessionTable {
+    map: BoundedMap<String, Session>,
+    idle_ms: u64,
+    expired: u64,
+}
+
+impl SessionTable {
+    /// A table for at most `max` sessions, each dropped after `idle_ms` without activity.
+    pub fn new(max: usize, idle_ms: u64) -> Self {
+        SessionTable { map: BoundedMap::new(max), idle_ms, expired: 0 }
+    }
+
+    /// The session `id`, created fresh if absent or idle too long.
+    pub fn get(&mut self, id: &str, now_ms: u64) -> &mut Session {
+        let key = id.to_string();
+        let idle = self.idle_ms;
+        let stale = self.map.peek(&key).is_some_and(|s| now_ms.saturating_sub(s.last_seen_ms) > idle);
+        if stale {
+            self.map.remove(&key);
+            self.expired += 1;
+        }
+        let s = self.map.get_or_insert_with(&key, || Session { last_seen_ms: now_ms, ..Session::default() });
+        s.last_seen_ms = s.last_seen_ms.max(now_ms);
+        s
+    }
+
+    /// The session `id` without creating or touching it.
+    pub fn peek(&self, id: &str) -> Option<&Session> {
+        self.map.peek(&id.to_string())
+    }
+
+    /// Drops every session idle longer than the limit; returns how many.
+    pub fn expire(&mut self, now_ms: u64) -> usize {
+        let before = self.map.len();
+        let idle = self.idle_ms;
+        self.map.retain(|_, s| now_ms.saturating_sub(s.last_seen_ms) <= idle);
+        let n = before - self.map.len();
+        self.expired += n as u64;
+        n
+    }
+
+    /// Number of live sessions.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Sessions evicted because the table was full.
+    pub fn evicted(&self) -> u64 {
+        self.map.evicted()
+    }
+
+    /// Sessions dropped for idleness.
+    pub fn expired(&self) -> u64 {
+        self.expired
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bulwark_policy::Taint;
+
+    #[test]
+    fn evicts_the_least_recently_used_session_when_full() {
+        let mut t = SessionTable::new(2, 60_000);
+        t.get("a", 0).taint.insert(Taint::PrivateData);
+        t.get("b", 1);
+        t.get("a", 2);
+        t.get("c", 3);
+        assert_eq!(t.len(), 2);
+        assert!(t.peek("b").is_none());
+        assert!(t.peek("a").unwrap().taint.contains(Taint::PrivateData));
+        assert_eq!(t.evicted(), 1);
+    }
+
+    #[test]
+    fn idle_sessions_start_fresh() {
+        let mut t = SessionTable::new(10, 1000);
+        t.get("a", 0).taint.insert(Taint::UntrustedInput);
+        assert!(!t.get("a", 500).taint.is_empty());
+        assert!(t.get("a", 2000).taint.is_empty());
+        t.get("b", 2000);
+        assert_eq!(t.expire(5000), 2);
+        assert!(t.is_empty());
+    }
+}

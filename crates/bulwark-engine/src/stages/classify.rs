@@ -1,0 +1,200 @@
+//! Stage 2, classify (seed 000 stage 1's reviewed mapping, seed 001's command analysis):
+//! what the call can do, derived, never declared.
+//!
+//! Capabilities come from the policy's reviewed mapping, then the built-in catalogue, then
+//! the arguments: a command goes to shell analysis, SQL to SQL analysis, URLs and hosts to
+//! destinations, paths to the sensitive-path check. Declared capabilities only add
+//! scrutiny, and only for tools nobody mapped. Emits `UNKNOWN_TOOL` when policy blocks (or
+//! warns about, or escalates) unknown tools; never decides anything else.
+
+use bulwark_policy::{Capability, ReasonCode, Severity, UnknownAction, Verdict};
+use serde_json::Value;
+
+use crate::analysis::catalogue::{self, Kind};
+use crate::analysis::{Facts, json, shell, sql};
+use crate::pipeline::{Ctx, Dest, Known};
+
+pub(crate) fn run(ctx: &mut Ctx<'_>) {
+    let call = ctx.call;
+    let name = &call.tool.name;
+    ctx.spec = ctx.policy.tools.get(name);
+    ctx.entry = if ctx.spec.is_none() { catalogue::lookup(name) } else { None };
+    ctx.known = match (ctx.spec, ctx.entry) {
+        (Some(_), _) => Known::Policy,
+        (None, Some(_)) => Known::Catalogue,
+        (None, None) => Known::Unknown,
+    };
+    let kind = ctx.entry.map(|e| e.kind);
+    if let Some(spec) = ctx.spec {
+        ctx.caps = spec.capabilities;
+        ctx.taint_out = spec.taint;
+        ctx.escalate = spec.escalate;
+    } else if let Some(entry) = ctx.entry {
+        ctx.caps = entry.capabilities();
+        ctx.taint_out = entry.taint();
+    } else if let Some(declared) = call.declared_capabilities {
+        // A hint from the caller can only add scrutiny.
+        ctx.caps = declared;
+    }
+    ctx.net_by_tool = ctx.caps.has_family("net");
+
+    let args = &call.args;
+    let mut facts = Facts::default();
+    let pointers = ctx.spec.map(|s| s.args.clone()).unwrap_or_default();
+    let unknown = ctx.known == Known::Unknown;
+
+    // Commands.
+    let command = by_pointer(args, pointers.command.as_deref()).or_else(|| match kind {
+        Some(Kind::Shell) => json::field(args, catalogue::COMMAND_KEYS).map(|(_, s)| s),
+        None if unknown || ctx.caps.contains(Capability::ExecShell) => json::field(args, catalogue::COMMAND_KEYS).map(|(_, s)| s),
+        _ => None,
+    });
+    if let Some(cmd) = command {
+        facts.merge(shell::analyse(cmd));
+    } else if kind == Some(Kind::Shell) && call.direction.acts() {
+        // A shell tool with no command we can find: fail closed.
+        facts.capabilities.insert(Capability::ExecArbitrary);
+        facts.add("shell.unparsable");
+    }
+
+    // SQL.
+    let sql_text = by_pointer(args, pointers.sql.as_deref()).or_else(|| match kind {
+        Some(Kind::Sql) => json::field(args, catalogue::SQL_KEYS).map(|(_, s)| s),
+        None => json::field(args, catalogue::SQL_KEYS).map(|(_, s)| s).filter(|s| sql::looks_like_sql(s)),
+        _ => None,
+    });
+    if let Some(text) = sql_text {
+        let f = sql::analyse(text);
+        if f.predicates.contains(&"sql.unparsable") {
+            // What we cannot read might do anything a database can.
+            facts.capabilities.insert(Capability::DbWrite);
+            facts.capabilities.insert(Capability::DbAdmin);
+        }
+        facts.merge(f);
+    }
+
+    // Destinations.
+    let mut dests: Vec<String> = Vec::new();
+    if let Some(u) = by_pointer(args, pointers.url.as_deref()) {
+        dests.push(u.to_string());
+    } else {
+        let candidates = json::fields(args, catalogue::URL_KEYS);
+        match kind {
+            Some(Kind::Fetch) => dests.extend(candidates.iter().map(|s| s.to_string())),
+            _ if unknown || ctx.net_by_tool => {
+                let mut found: Vec<String> = candidates.iter().filter(|s| looks_like_destination(s)).map(|s| s.to_string()).collect();
+                found.extend(json::fields(args, catalogue::HOST_KEYS).into_iter().map(str::to_string));
+                if unknown && !found.is_empty() {
+                    facts.capabilities.insert(Capability::NetEgress);
+                }
+                dests.extend(found);
+            }
+            _ => {}
+        }
+    }
+    if let Some(d) = &call.destination {
+        dests.push(d.clone());
+    }
+    dests.extend(facts.destinations.drain(..));
+
+    // Paths.
+    let mut paths: Vec<String> = Vec::new();
+    if let Some(p) = by_pointer(args, pointers.path.as_deref()) {
+        paths.push(p.to_string());
+    } else if matches!(kind, Some(Kind::Read | Kind::Write | Kind::Delete)) || unknown || ctx.caps.has_family("fs") {
+        paths.extend(json::fields(args, catalogue::PATH_KEYS).into_iter().filter(|p| looks_like_path(p)).map(str::to_string));
+    }
+    paths.append(&mut facts.paths);
+
+    ctx.caps = ctx.caps.union(facts.capabilities);
+    ctx.predicates = facts.predicates;
+
+    // Destinations: assess once here; the destinations stage decides.
+    let schemes: Vec<&str> = ctx.policy.destinations.schemes.iter().map(String::as_str).collect();
+    let internal_ok = &ctx.policy.destinations.internal_ok;
+    for text in dests {
+        if ctx.destinations.iter().any(|d| d.text == text) {
+            continue;
+        }
+        let assessment = bulwark_net::assess(&text, &schemes, |h| internal_ok.allows(h));
+        ctx.destinations.push(Dest { text, assessment });
+    }
+    if !ctx.destinations.is_empty() {
+        ctx.predicates.push("dest.any");
+        let approved = &ctx.policy.destinations.approved;
+        let all_approved = !approved.is_empty()
+            && ctx.destinations.iter().all(|d| d.assessment.finding.is_none() && d.assessment.destination.as_ref().is_some_and(|x| x.hosts().all(|h| approved.allows(h))));
+        if all_approved && ctx.caps.contains(Capability::NetEgress) {
+            ctx.caps.remove(Capability::NetEgress);
+            ctx.caps.insert(Capability::NetEgressApproved);
+        } else {
+            ctx.predicates.push("dest.unapproved");
+        }
+        if ctx.destinations.iter().any(|d| d.assessment.destination.as_ref().is_some_and(|x| matches!(x.host, bulwark_net::Host::Domain(_)))) {
+            ctx.predicates.push("dest.hostname");
+        }
+    }
+
+    // Paths: reading a sensitive one means the session holds private data.
+    let sensitive = paths.iter().any(|p| ctx.policy.taint.is_sensitive_path(p));
+    if sensitive {
+        ctx.predicates.push("path.sensitive");
+        if ctx.caps.contains(Capability::FsRead) || ctx.caps.contains(Capability::ExecShell) {
+            ctx.taint_out.insert(bulwark_policy::Taint::PrivateData);
+        }
+    }
+    ctx.paths = paths;
+
+    // Taint sources by capability family.
+    for (family, taint) in &ctx.policy.taint.sources {
+        if ctx.caps.has_family(family) {
+            ctx.taint_out = ctx.taint_out.union(*taint);
+        }
+    }
+
+    ctx.note = format!("known from {:?}; capabilities [{}]", ctx.known, ctx.caps.names().join(", "));
+
+    if unknown {
+        ctx.predicates.push("tool.unknown");
+        if call.direction.acts() {
+            unknown_tool(ctx);
+        }
+    }
+}
+
+fn unknown_tool(ctx: &mut Ctx<'_>) {
+    let name = ctx.call.tool.name.clone();
+    let (verdict, what) = match ctx.policy.unknown_tools {
+        UnknownAction::Analyse => return,
+        UnknownAction::Escalate => {
+            ctx.escalate = true;
+            return;
+        }
+        UnknownAction::Warn => (Verdict::Warn, "is not in the reviewed mapping; allowed on what its arguments show"),
+        UnknownAction::Approve => (Verdict::Approve, "is not in the reviewed mapping and needs a human"),
+        UnknownAction::Block => (Verdict::Block, "is not in the reviewed mapping, and unknown tools fail closed"),
+    };
+    ctx.raise(
+        verdict,
+        ReasonCode::UnknownTool,
+        None,
+        Some(if verdict == Verdict::Block { Severity::High } else { Severity::Medium }),
+        format!("Tool {name:?} {what}."),
+        Some(format!("Ask the operator to add {name:?} to the policy's tools mapping.")),
+    );
+}
+
+fn by_pointer<'v>(args: &'v Value, pointer: Option<&str>) -> Option<&'v str> {
+    args.pointer(pointer?)?.as_str()
+}
+
+/// For tools nobody described: a URL, or anything under a key that can only name a host.
+fn looks_like_destination(s: &str) -> bool {
+    s.contains("://")
+}
+
+/// Absolute, home-relative or relative paths with a separator or a dotfile name.
+fn looks_like_path(s: &str) -> bool {
+    let s = s.trim();
+    !s.is_empty() && !s.contains("://") && (s.starts_with(['/', '~', '.', '$']) || s.contains('/'))
+}

@@ -1,0 +1,124 @@
+//! Stage 5, integrity (seed 003's pins, seed 002's schema check): is this still the tool that
+//! was reviewed?
+//!
+//! For calls: a tool the policy quarantines is refused (`POLICY_TABLE`); a tool withheld
+//! after a rug pull, poisoning or shadowing is refused with that code; arguments are
+//! validated against the tool's known input schema (`SCHEMA_INVALID`, mapped by
+//! `on_error`). For definitions: the first definition a server lists is pinned; a changed
+//! one is a rug pull (`RUG_PULL`), and the same name on a second server is shadowing
+//! (`TOOL_POISONING`). Never reads what the arguments mean.
+
+use bulwark_policy::{ReasonCode, Severity, Verdict};
+use serde_json::json;
+
+use crate::call::Direction;
+use crate::canonical::{sha256_hex, to_string};
+use crate::decision::Finding;
+use crate::pins::Pin;
+use crate::pipeline::Ctx;
+use crate::schema_check;
+use crate::state::State;
+
+/// SHA-256 over the canonical `{name, description, input_schema, annotations}`.
+pub fn definition_digest(name: &str, def: &crate::call::Definition) -> String {
+    let doc = json!({"name": name, "description": def.description, "input_schema": def.input_schema, "annotations": def.annotations});
+    sha256_hex(to_string(&doc).as_bytes())
+}
+
+pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
+    let call = ctx.call;
+    let server = call.tool.server.as_deref();
+    let name = &call.tool.name;
+    if call.direction == Direction::Definition {
+        return definition(ctx, state);
+    }
+    if ctx.spec.is_some_and(|s| s.quarantine) {
+        ctx.raise(
+            Verdict::Block,
+            ReasonCode::PolicyTable,
+            None,
+            Some(Severity::High),
+            format!("Tool {name:?} is quarantined by policy."),
+            Some("Use another tool, or ask the operator why it is quarantined.".into()),
+        );
+        return;
+    }
+    let pin = state.pins.get(server, name);
+    if let Some((code, reason)) = pin.and_then(|p| p.quarantined.clone()) {
+        ctx.findings.push(Finding::new(format!("integrity.{}", code.as_str().to_lowercase()), "integrity"));
+        ctx.raise(Verdict::Block, code, None, Some(Severity::Critical), reason, Some("Ask the operator to review the tool's definition and accept it.".into()));
+        return;
+    }
+    let schema = ctx.spec.and_then(|s| s.input_schema.as_ref()).or_else(|| pin.map(|p| &p.input_schema).filter(|s| !s.is_null()));
+    if let Some(schema) = schema {
+        if let Err(why) = schema_check::validate(schema, &call.args) {
+            let verdict = ctx.policy.on_error(ReasonCode::SchemaInvalid);
+            ctx.findings.push(Finding::new("integrity.schema", "schema"));
+            ctx.raise(
+                verdict,
+                ReasonCode::SchemaInvalid,
+                None,
+                Some(Severity::Medium),
+                format!("The arguments do not match {name:?}'s input schema: {why}."),
+                Some("Call the tool with the arguments its schema declares.".into()),
+            );
+        }
+    }
+}
+
+fn definition(ctx: &mut Ctx<'_>, state: &mut State) {
+    let call = ctx.call;
+    let (Some(def), true) = (&call.definition, ctx.policy.pinning.enabled) else { return };
+    let server = call.tool.server.as_deref();
+    let name = &call.tool.name;
+    let digest = definition_digest(name, def);
+    if let Some(pin) = state.pins.get(server, name) {
+        if let Some((code, reason)) = &pin.quarantined {
+            ctx.raise(Verdict::Block, *code, None, Some(Severity::Critical), reason.clone(), None);
+            return;
+        }
+        if pin.digest != digest {
+            ctx.findings.push(Finding::new("integrity.rug_pull", "integrity"));
+            ctx.raise(
+                ctx.policy.pinning.on_change,
+                ReasonCode::RugPull,
+                None,
+                Some(Severity::Critical),
+                format!("Tool {name:?} changed its definition after it was pinned (rug pull); it is withheld."),
+                Some("Ask the operator to review the new definition and accept it.".into()),
+            );
+            ctx.note = format!("pinned {} → now {}", &pin.digest[..12], &digest[..12]);
+        }
+        return;
+    }
+    if server.is_some() {
+        if let Some(other) = state.pins.other_server(server, name).filter(|o| !o.is_empty()) {
+            ctx.findings.push(Finding::new("integrity.shadowing", "poisoning"));
+            ctx.raise(
+                Verdict::Block,
+                ReasonCode::ToolPoisoning,
+                None,
+                Some(Severity::High),
+                format!("Tool {name:?} is already offered by server {other:?}; a second server with the same name shadows it."),
+                Some("Rename one of the tools, or prefix tools by server.".into()),
+            );
+        }
+    }
+}
+
+/// Pins a definition that went through; withholds one that was blocked.
+pub(crate) fn commit_definition(ctx: &Ctx<'_>, state: &mut State, allowed: bool) {
+    let call = ctx.call;
+    let (Some(def), true) = (&call.definition, ctx.policy.pinning.enabled) else { return };
+    let server = call.tool.server.as_deref();
+    let name = &call.tool.name;
+    let digest = definition_digest(name, def);
+    if allowed {
+        if state.pins.get(server, name).is_none() {
+            state.pins.set(server, name, Pin { digest, input_schema: def.input_schema.clone(), quarantined: None });
+        }
+    } else if let Some(code @ (ReasonCode::RugPull | ReasonCode::ToolPoisoning | ReasonCode::Injection | ReasonCode::ContentBlock | ReasonCode::Rule)) = ctx.outcome.code {
+        // Withheld for what it says, not for why this one listing was refused (lockdown, limits).
+        state.pins.quarantine(server, name, digest, code, ctx.outcome.reason.clone());
+    }
+}

@@ -1,0 +1,182 @@
+//! Stage 10, rules (seed 003's catalogue and composite scoring): every rule whose `where`
+//! covers this direction is matched; points add up across matches into a tier, a burst of
+//! destructive matches in one session raises the tier by one, and the tier's action (or a
+//! rule's own action) decides. Emits `RULE`.
+//!
+//! `where`: requests run `tool_call` rules, proposals `tool_call` and `llm_response`
+//! rules, results `tool_result`, definitions `tool_description`.
+
+use bulwark_policy::{ArgTest, Condition, ReasonCode, Rule, RuleScope, Severity, TaintSet};
+use serde_json::Value;
+
+use crate::analysis::json;
+use crate::call::Direction;
+use crate::decision::Finding;
+use crate::pipeline::Ctx;
+use crate::state::State;
+
+/// What a condition tree needs to look at.
+struct Subject<'a> {
+    tool: &'a str,
+    ctx: &'a Ctx<'a>,
+    doc: &'a Value,
+    strings: Vec<(String, &'a str)>,
+    taint: TaintSet,
+}
+
+/// Where a regex matched, for the finding's span.
+type Hit = Option<(String, [usize; 2])>;
+
+fn eval(c: &Condition, s: &Subject<'_>, hit: &mut Hit) -> bool {
+    match c {
+        Condition::All(cs) => cs.iter().all(|c| eval(c, s, hit)),
+        Condition::Any(cs) => cs.iter().any(|c| eval(c, s, hit)),
+        Condition::Not(c) => {
+            let mut ignored = None;
+            !eval(c, s, &mut ignored)
+        }
+        Condition::Tools(globs) => globs.iter().any(|g| g.matches(s.tool)),
+        Condition::Capabilities(fams) => fams.iter().any(|f| s.ctx.caps.has_family(f)),
+        Condition::Predicate(p) => s.ctx.predicates.iter().any(|q| q == p),
+        Condition::Taint(t) => t.iter().all(|x| s.taint.contains(x)),
+        Condition::Text(re) => {
+            for (ptr, text) in &s.strings {
+                if let Some(m) = re.find(text) {
+                    hit.get_or_insert_with(|| (ptr.clone(), [m.start(), m.end()]));
+                    return true;
+                }
+            }
+            false
+        }
+        Condition::Arg { pointer, test } => {
+            let v = s.doc.pointer(pointer);
+            match test {
+                ArgTest::Exists(want) => v.is_some() == *want,
+                ArgTest::Equals(want) => v == Some(want),
+                ArgTest::Regex(re) => {
+                    let text = match v {
+                        Some(Value::String(t)) => std::borrow::Cow::Borrowed(t.as_str()),
+                        Some(Value::Number(n)) => std::borrow::Cow::Owned(n.to_string()),
+                        Some(Value::Bool(b)) => std::borrow::Cow::Owned(b.to_string()),
+                        _ => return false,
+                    };
+                    match re.find(&text) {
+                        Some(m) => {
+                            hit.get_or_insert_with(|| (pointer.clone(), [m.start(), m.end()]));
+                            true
+                        }
+                        None => false,
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn applies(rule: &Rule, d: Direction) -> bool {
+    rule.scopes.iter().any(|s| match (s, d) {
+        (RuleScope::ToolCall, Direction::Request | Direction::Proposal) => true,
+        (RuleScope::LlmResponse, Direction::Proposal) => true,
+        (RuleScope::ToolResult, Direction::Response) => true,
+        (RuleScope::ToolDescription, Direction::Definition) => true,
+        _ => false,
+    })
+}
+
+fn raise_tier(s: Severity) -> Severity {
+    match s {
+        Severity::Low => Severity::Medium,
+        Severity::Medium => Severity::High,
+        _ => Severity::Critical,
+    }
+}
+
+pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
+    let policy = ctx.policy;
+    let direction = ctx.call.direction;
+    let definition_doc;
+    let doc: &Value = match (direction, &ctx.call.definition) {
+        (Direction::Definition, Some(def)) => {
+            definition_doc = serde_json::json!({"description": def.description, "input_schema": def.input_schema, "annotations": def.annotations});
+            &definition_doc
+        }
+        _ => ctx.call.payload(),
+    };
+    let now = ctx.now.mono_ms;
+    let session = state.sessions.get(&ctx.call.session, now);
+    let taint = session.taint;
+    let window = policy.scoring.burst_window_ms;
+    let recent_burst = session.burst.iter().filter(|t| now.saturating_sub(**t) <= window).count();
+
+    let mut matched: Vec<(&Rule, Hit)> = Vec::new();
+    {
+        let subject = Subject { tool: &ctx.call.tool.name, ctx, doc, strings: json::strings(doc), taint };
+        for rule in policy.rules.iter().filter(|r| applies(r, direction)) {
+            let mut hit = None;
+            if eval(&rule.condition, &subject, &mut hit) {
+                matched.push((rule, hit));
+            }
+        }
+    }
+    if matched.is_empty() {
+        return;
+    }
+
+    // Points of rules without an explicit action add into a tier.
+    let points: u32 = matched.iter().filter(|(r, _)| r.action.is_none()).map(|(r, _)| r.points).sum();
+    let mut tier = policy.scoring.tier(points);
+    let counted = matched.iter().filter(|(r, _)| r.severity >= policy.scoring.burst_min_severity).count();
+    let burst = policy.scoring.burst_count > 0 && counted > 0 && recent_burst + counted >= policy.scoring.burst_count as usize;
+    if burst {
+        tier = tier.map(raise_tier);
+    }
+    for (rule, hit) in &matched {
+        let (pointer, span) = match hit {
+            Some((p, s)) => (Some(p.clone()), Some(*s)),
+            None => (None, None),
+        };
+        let category = rule.id.split('.').next().unwrap_or("rule").to_string();
+        ctx.findings.push(Finding { rule_id: rule.id.clone(), category, span, pointer, severity: Some(rule.severity) });
+        ctx.rule_hits.push(rule.severity);
+    }
+    // The primary rule: strongest own verdict, then severity, then points.
+    let own = |r: &Rule| r.action.unwrap_or_else(|| policy.scoring.action(r.severity));
+    let primary = matched.iter().map(|(r, _)| *r).max_by_key(|r| (own(r), r.severity, r.points));
+    let Some(primary) = primary else { return };
+    let mut verdict = own(primary);
+    let mut severity = primary.severity;
+    if let Some(t) = tier {
+        let tier_verdict = policy.scoring.action(t);
+        if (tier_verdict, t) > (verdict, severity) {
+            verdict = tier_verdict;
+            severity = t;
+        }
+    }
+    let mut reason = primary.reason.clone();
+    if matched.len() > 1 {
+        reason.push_str(&format!(" ({} rules matched, {points} points)", matched.len()));
+    }
+    if burst {
+        reason.push_str(" A burst of destructive calls in this session raised the tier.");
+    }
+    ctx.note = format!("{} rules matched; {points} points; tier {}", matched.len(), tier.map_or("none", |t| t.as_str()));
+    ctx.raise(verdict, ReasonCode::Rule, Some(primary.id.clone()), Some(severity), reason, primary.safer_alternative.clone());
+}
+
+/// Remembers destructive matches for burst detection, whether or not the call went through:
+/// an agent that keeps trying is the signal.
+pub(crate) fn commit(ctx: &Ctx<'_>, state: &mut State) {
+    let min = ctx.policy.scoring.burst_min_severity;
+    let n = ctx.rule_hits.iter().filter(|s| **s >= min).count();
+    if n == 0 {
+        return;
+    }
+    let now = ctx.now.mono_ms;
+    let session = state.sessions.get(&ctx.call.session, now);
+    for _ in 0..n {
+        if session.burst.len() == crate::session::HISTORY {
+            session.burst.pop_front();
+        }
+        session.burst.push_back(now);
+    }
+}
