@@ -12,7 +12,7 @@ fn default_policy_compiles() {
     assert!(p.tools.get("CALL_API").unwrap().capabilities.contains(Capability::NetEgress));
     let s = p.rate.session.unwrap();
     assert_eq!((s.calls, s.network, s.actuate, s.per_ms), (Some(60), Some(30), Some(10), 60_000));
-    assert_eq!(p.sequences[0].steps, vec!["net.egress", "exec.shell"]);
+    assert_eq!(p.sequences[0].steps, vec!["net", "exec.arbitrary"]);
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn version_changes_with_the_text() {
 fn summary_names_tools_rules_limits_and_sequences() {
     let p = Policy::builtin().unwrap();
     let s = Summary(&p).to_string();
-    for needle in ["tools mapped: 1", "call_api: net.egress", "rules:", "seq.fetch_then_shell", "limits:", "session: calls 60, network 30, actuate 10 per 60 s"] {
+    for needle in ["tools mapped: 1", "call_api: net.egress", "rules:", "seq.fetch_then_exec", "limits:", "session: calls 60, network 30, actuate 10 per 60 s"] {
         assert!(s.contains(needle), "{needle:?} missing from:\n{s}");
     }
 }

@@ -414,7 +414,11 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
         }
         p if NETWORK.contains(&p) => {
             facts.capabilities.insert(Capability::NetEgress);
-            let mut dests: Vec<String> = args.iter().filter(|a| looks_like_destination(a)).cloned().collect();
+            let mut dests: Vec<String> = match p {
+                // Every operand of an HTTP client is a URL, with or without a scheme.
+                "curl" | "wget" | "http" | "https" | "xh" | "aria2c" => operands(args, HTTP_VALUE_FLAGS),
+                _ => args.iter().filter(|a| looks_like_destination(a)).cloned().collect(),
+            };
             if dests.is_empty() && matches!(p, "nc" | "ncat" | "netcat" | "ssh" | "telnet" | "ping" | "dig" | "nslookup" | "host" | "ftp" | "tftp") {
                 if let Some(h) = args.iter().find(|a| !a.starts_with('-')) {
                     dests.push(h.rsplit('@').next().unwrap_or(h).to_string());
@@ -424,6 +428,39 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
         }
         _ => {}
     }
+}
+
+/// Options of HTTP clients that take a value (which is not a URL, except proxies).
+const HTTP_VALUE_FLAGS: &[&str] = &[
+    "-o", "--output", "-H", "--header", "-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "-X", "--request", "-u", "--user", "-A", "--user-agent", "-e", "--referer",
+    "-b", "--cookie", "-c", "--cookie-jar", "-T", "--upload-file", "-F", "--form", "-w", "--write-out", "-m", "--max-time", "--connect-timeout", "--retry", "-K", "--config",
+    "-r", "--range", "-E", "--cert", "--key", "--cacert", "-O", "-P", "-U", "--post-data", "--post-file", "-t", "--tries", "--timeout", "--output-document", "--directory-prefix",
+];
+
+/// Operands of a command: words that are not options or option values. Proxy options'
+/// values are destinations too.
+fn operands(args: &[String], value_flags: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "-x" || a == "--proxy" {
+            if let Some(v) = args.get(i + 1) {
+                out.push(v.clone());
+            }
+            i += 2;
+            continue;
+        }
+        if value_flags.contains(&a.as_str()) {
+            i += 2;
+            continue;
+        }
+        if !a.starts_with('-') && !a.is_empty() {
+            out.push(a.clone());
+        }
+        i += 1;
+    }
+    out
 }
 
 fn is_assignment(w: &str) -> bool {

@@ -1,0 +1,150 @@
+//! `bulwark check`: JSON Lines of calls in, one decision JSON per line out.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use bulwark_engine::{Decision, Engine, Finding, Now, ReasonCode, Severity, State, Verdict};
+
+use crate::cli::CheckArgs;
+use crate::{config, line};
+
+/// Lines longer than this are refused (`INVALID_INPUT`) without being parsed.
+const MAX_LINE_BYTES: usize = 8 << 20;
+
+pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+    let policy = config::load_policy(&args.common)?;
+    config::state_dir(&args.common)?;
+    let engine = Engine::new(policy);
+    let mut state = State::new(engine.policy());
+    let mut audit = match &args.audit {
+        Some(p) => Some(OpenOptions::new().create(true).append(true).open(p).with_context(|| format!("cannot open audit file {}", p.display()))?),
+        None => None,
+    };
+    let mut runner = Runner { engine, state: &mut state, start: Instant::now(), n: 0, passed: 0, failed: 0, expected: false, malformed: false, out: std::io::stdout().lock() };
+    let stdin = [std::path::PathBuf::from("-")];
+    let files = if args.files.is_empty() { &stdin[..] } else { &args.files[..] };
+    for f in files {
+        let reader: Box<dyn BufRead> = if f.as_os_str() == "-" {
+            Box::new(BufReader::new(std::io::stdin().lock()))
+        } else {
+            Box::new(BufReader::new(File::open(f).with_context(|| format!("cannot open {}", f.display()))?))
+        };
+        runner.read(reader, audit.as_mut())?;
+    }
+    if runner.expected {
+        writeln!(runner.out, "{} passed, {} failed", runner.passed, runner.failed)?;
+    }
+    runner.out.flush()?;
+    Ok(if runner.failed > 0 || runner.malformed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+struct Runner<'a, W: Write> {
+    engine: Engine,
+    state: &'a mut State,
+    start: Instant,
+    n: usize,
+    passed: usize,
+    failed: usize,
+    expected: bool,
+    malformed: bool,
+    out: W,
+}
+
+impl<W: Write> Runner<'_, W> {
+    fn read(&mut self, mut reader: Box<dyn BufRead>, mut audit: Option<&mut File>) -> Result<()> {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            // Read at most MAX_LINE_BYTES + 1 so one huge line cannot take all memory.
+            let read = (&mut reader).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut buf)?;
+            if read == 0 {
+                break;
+            }
+            self.n += 1;
+            let too_long = buf.len() > MAX_LINE_BYTES && !buf.ends_with(b"\n");
+            if too_long {
+                // Skip the rest of the line.
+                let mut sink = Vec::new();
+                reader.read_until(b'\n', &mut sink)?;
+            }
+            let decision = if too_long {
+                self.invalid(format!("line {}: longer than {MAX_LINE_BYTES} bytes", self.n))
+            } else {
+                match std::str::from_utf8(&buf) {
+                    Ok(text) if text.trim().is_empty() => {
+                        self.n -= 1;
+                        continue;
+                    }
+                    Ok(text) => self.decide(text),
+                    Err(_) => self.invalid(format!("line {}: not UTF-8", self.n)),
+                }
+            };
+            let json = decision.to_json();
+            writeln!(self.out, "{json}")?;
+            if let Some(a) = audit.as_deref_mut() {
+                writeln!(a, "{json}").context("cannot write the audit file")?;
+            }
+        }
+        if let Some(a) = audit {
+            a.flush()?;
+        }
+        Ok(())
+    }
+
+    fn decide(&mut self, text: &str) -> Decision {
+        let parsed = match line::parse(text, self.n) {
+            Ok(l) => l,
+            Err(e) => return self.invalid(format!("line {}: {e}", self.n)),
+        };
+        let now = Now::at(parsed.time_ms.unwrap_or_else(|| self.start.elapsed().as_millis() as u64));
+        if !parsed.session_taint.is_empty() {
+            let session = self.state.sessions.get(&parsed.call.session, now.mono_ms);
+            for t in &parsed.session_taint {
+                session.taint.insert(*t);
+            }
+        }
+        let t0 = Instant::now();
+        let mut d = self.engine.evaluate(&parsed.call, self.state, now);
+        d.eval_us = t0.elapsed().as_micros() as u64;
+        if let Some(want) = parsed.expect {
+            self.expected = true;
+            if d.decision == want {
+                self.passed += 1;
+            } else {
+                self.failed += 1;
+                eprintln!("line {}: expected {want}, got {} ({}{})", self.n, d.decision, d.reason_code.map_or("-", |c| c.as_str()), d.rule_id.as_deref().map(|r| format!(" {r}")).unwrap_or_default());
+            }
+        }
+        d
+    }
+
+    fn invalid(&mut self, reason: String) -> Decision {
+        self.malformed = true;
+        eprintln!("{reason}");
+        Decision {
+            decision: Verdict::Block,
+            reason_code: Some(ReasonCode::InvalidInput),
+            rule_id: None,
+            severity: Some(Severity::High),
+            reason,
+            safer_alternative: Some("Send one JSON object per line with at least a `tool` field (see docs/check.md).".into()),
+            tool: String::new(),
+            capabilities: Default::default(),
+            findings: vec![Finding::new("check.malformed_line", "input")],
+            taint: Default::default(),
+            policy_version: self.engine.policy().version.clone(),
+            eval_us: 0,
+            destinations: Vec::new(),
+            masked: None,
+            monitor: None,
+            retry_after_ms: None,
+            pending: false,
+            escalate: None,
+            approved: false,
+            call_digest: None,
+        }
+    }
+}

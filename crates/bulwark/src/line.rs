@@ -1,0 +1,97 @@
+//! One `bulwark check` input line: a call, plus the testing aids (`expect`,
+//! `session_taint`, `time_ms`). See docs/check.md.
+
+use anyhow::{Result, anyhow, bail};
+use bulwark_engine::{CapSet, Call, Capability, Definition, Direction, Principal, Taint, ToolRef, Verdict};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    tool: String,
+    args: Option<Value>,
+    result: Option<Value>,
+    description: Option<String>,
+    input_schema: Option<Value>,
+    annotations: Option<Value>,
+    direction: Option<String>,
+    session: Option<String>,
+    principal: Option<String>,
+    server: Option<String>,
+    tool_hash: Option<String>,
+    destination: Option<String>,
+    capabilities: Option<Value>,
+    expect: Option<String>,
+    session_taint: Option<Vec<String>>,
+    time_ms: Option<u64>,
+}
+
+/// A parsed line.
+#[derive(Debug)]
+pub struct Line {
+    /// The call.
+    pub call: Call,
+    /// The expected decision.
+    pub expect: Option<Verdict>,
+    /// Taint to raise the session to first.
+    pub session_taint: Vec<Taint>,
+    /// A fixed monotonic time for this line.
+    pub time_ms: Option<u64>,
+}
+
+/// Parses line `n` (1-based). Lines without a `session` get `line-N` as their own.
+pub fn parse(text: &str, n: usize) -> Result<Line> {
+    let raw: Raw = serde_json::from_str(text).map_err(|e| anyhow!("{e}"))?;
+    let direction = match raw.direction.as_deref() {
+        Some(d) => Direction::from_name(d).ok_or_else(|| anyhow!("direction {d:?}: expected request, response, definition or proposal"))?,
+        None if raw.result.is_some() => Direction::Response,
+        None if raw.description.is_some() || raw.input_schema.is_some() => Direction::Definition,
+        None => Direction::Request,
+    };
+    let args = raw.args.unwrap_or(Value::Object(Default::default()));
+    if direction.acts() && !args.is_object() {
+        bail!("args must be a JSON object");
+    }
+    let expect = match raw.expect.as_deref() {
+        Some(e) => Some(Verdict::from_name(e).ok_or_else(|| anyhow!("expect {e:?}: expected allow, warn, mask, approve or block"))?),
+        None => None,
+    };
+    let session_taint = raw
+        .session_taint
+        .unwrap_or_default()
+        .iter()
+        .map(|t| Taint::from_name(t).ok_or_else(|| anyhow!("session_taint {t:?}: expected private-data or untrusted-input")))
+        .collect::<Result<Vec<_>>>()?;
+    let declared_capabilities = match raw.capabilities {
+        None => None,
+        Some(Value::Number(n)) => {
+            let bits = n.as_u64().filter(|b| *b <= 0x7f).ok_or_else(|| anyhow!("capabilities {n}: expected DefenseClaw bits 0..=0x7F"))?;
+            Some(CapSet::from_defenseclaw(bits as u8).unwrap_or_default())
+        }
+        Some(Value::Array(names)) => Some(
+            names
+                .iter()
+                .map(|v| v.as_str().and_then(Capability::from_name).ok_or_else(|| anyhow!("capabilities: {v} is not a capability name")))
+                .collect::<Result<CapSet>>()?,
+        ),
+        Some(other) => bail!("capabilities {other}: expected DefenseClaw bits or a list of names"),
+    };
+    let definition = (direction == Direction::Definition).then(|| Definition {
+        description: raw.description.unwrap_or_default(),
+        input_schema: raw.input_schema.unwrap_or(Value::Null),
+        annotations: raw.annotations.unwrap_or(Value::Null),
+    });
+    let call = Call {
+        principal: Principal { id: raw.principal, verified: false },
+        session: raw.session.unwrap_or_else(|| format!("line-{n}")),
+        tool: ToolRef { name: raw.tool, server: raw.server, hash: raw.tool_hash },
+        direction,
+        args,
+        result: raw.result,
+        definition,
+        destination: raw.destination,
+        declared_capabilities,
+    };
+    Ok(Line { call, expect, session_taint, time_ms: raw.time_ms })
+}

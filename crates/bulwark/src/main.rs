@@ -1,0 +1,50 @@
+//! The `bulwark` binary: the CLI, configuration and wiring of Bulwark's fronts.
+//!
+//! ```text
+//! bulwark check calls.jsonl            # decide JSON Lines of calls
+//! bulwark policy check bulwark.yaml    # validate a policy
+//! bulwark init                         # write a starter policy
+//! ```
+
+mod check;
+mod cli;
+mod config;
+mod explain;
+mod line;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Parser;
+
+use cli::{Cli, Command, PolicyCommand};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bulwark: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Init(args) => config::init(&args),
+        Command::Policy(PolicyCommand::Check { file }) => config::policy_check(&file),
+        Command::Policy(PolicyCommand::Explain { common, line }) => explain::run(&common, line),
+        Command::Policy(PolicyCommand::Predicates) => {
+            for (name, what) in bulwark_policy::predicates::KNOWN {
+                println!("{name:28} {what}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Policy(PolicyCommand::Default) => {
+            print!("{}", bulwark_policy::DEFAULT_POLICY);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
