@@ -55,9 +55,34 @@ fn write(v: &Value, out: &mut String) {
     }
 }
 
+/// JSON string escaping as `serde_json` does it: `"` `\\` and the short escapes, `\u00XX`
+/// for other controls, everything else as UTF-8.
 fn write_str(s: &str, out: &mut String) {
-    // serde_json's string escaping is already canonical (minimal escapes, \uXXXX for controls).
-    out.push_str(&Value::String(s.to_string()).to_string());
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0x08 => Some("\\b"),
+            0x0c => Some("\\f"),
+            0..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        match esc {
+            Some(e) => out.push_str(e),
+            None => {
+                let _ = write!(out, "\\u{b:04x}");
+            }
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// SHA-256 of `bytes` as lower-case hex.
@@ -74,11 +99,65 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// A fast in-memory fingerprint of `parts` (not for anything that leaves the process).
-pub fn fingerprint(parts: &[&str]) -> u64 {
+/// An in-memory fingerprint of a tool name and a JSON value, equal for values that are
+/// equal as canonical JSON (key order does not matter). Not for anything that leaves the
+/// process: use [`sha256_hex`] of [`to_string`] for that.
+pub fn fingerprint(tool: &str, v: &Value) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    for p in parts {
-        p.hash(&mut h);
-    }
+    tool.hash(&mut h);
+    hash_value(v, &mut h);
     h.finish()
+}
+
+fn hash_value(v: &Value, h: &mut impl Hasher) {
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => (1u8, *b).hash(h),
+        Value::Number(n) => {
+            2u8.hash(h);
+            // Numbers hash by their JSON text, as canonical JSON compares them.
+            n.to_string().hash(h);
+        }
+        Value::String(s) => (3u8, s.as_str()).hash(h),
+        Value::Array(a) => {
+            (4u8, a.len()).hash(h);
+            for x in a {
+                hash_value(x, h);
+            }
+        }
+        Value::Object(o) => {
+            (5u8, o.len()).hash(h);
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort_unstable();
+            for k in keys {
+                k.hash(h);
+                if let Some(x) = o.get(k) {
+                    hash_value(x, h);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn escapes_like_serde_json() {
+        for s in ["plain", "quote \" and \\ back", "ctl \u{1}\u{1f}\n\t\r\u{8}\u{c}", "ünï😀", "</script>"] {
+            assert_eq!(to_string(&Value::String(s.into())), serde_json::to_string(s).unwrap(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn fingerprints_ignore_key_order_but_not_values() {
+        let a = json!({"a": 1, "b": [1, 2, {"x": "y"}]});
+        let b: Value = serde_json::from_str(r#"{"b":[1,2,{"x":"y"}],"a":1}"#).unwrap();
+        assert_eq!(fingerprint("t", &a), fingerprint("t", &b));
+        assert_ne!(fingerprint("t", &a), fingerprint("u", &a));
+        assert_ne!(fingerprint("t", &json!({"a": 1})), fingerprint("t", &json!({"a": "1"})));
+        assert_ne!(fingerprint("t", &json!(["ab", "c"])), fingerprint("t", &json!(["a", "bc"])));
+    }
 }

@@ -10,7 +10,7 @@ use crate::call::Call;
 use crate::decision::{Decision, EscalationMode, Finding};
 use crate::scanner::ContentScanner;
 use crate::stages::{self, Stage};
-use crate::state::State;
+use crate::state::{Env, State};
 use crate::time::Now;
 
 /// Where the engine's knowledge of a tool came from.
@@ -114,6 +114,8 @@ pub struct Ctx<'a> {
     pub loop_print: Option<u64>,
     /// A note for `policy explain`, set by the stage that just ran.
     pub note: String,
+    /// Whether an observer wants notes.
+    pub observed: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -125,6 +127,13 @@ impl<'a> Ctx<'a> {
         }
         if candidate.stronger_than(&self.outcome) {
             self.outcome = candidate;
+        }
+    }
+
+    /// Sets the stage's note for `policy explain`; the text is only built when observed.
+    pub fn explain(&mut self, note: impl FnOnce() -> String) {
+        if self.observed {
+            self.note = note();
         }
     }
 
@@ -145,11 +154,19 @@ pub trait Observer {
     fn before(&mut self, _stage: Stage) {}
     /// Called after a stage ran, with the decision as it stands and the stage's note.
     fn after(&mut self, _stage: Stage, _outcome: &Outcome, _note: &str) {}
+    /// Whether stages should write notes (they cost a few allocations).
+    fn wants_notes(&self) -> bool {
+        true
+    }
 }
 
 /// An observer that does nothing.
 pub struct Quiet;
-impl Observer for Quiet {}
+impl Observer for Quiet {
+    fn wants_notes(&self) -> bool {
+        false
+    }
+}
 
 pub(crate) fn run(policy: &Policy, scanner: &dyn ContentScanner, call: &Call, state: &mut State, now: Now, observer: &mut dyn Observer) -> Decision {
     let mut ctx = Ctx {
@@ -179,29 +196,31 @@ pub(crate) fn run(policy: &Policy, scanner: &dyn ContentScanner, call: &Call, st
         rule_hits: Vec::new(),
         loop_print: None,
         note: String::new(),
+        observed: observer.wants_notes(),
     };
+    let mut env = state.env(&call.session, now.mono_ms);
     for &stage in stages::order(call.direction) {
         observer.before(stage);
         ctx.note.clear();
-        stages::run(stage, &mut ctx, state);
+        stages::run(stage, &mut ctx, &mut env);
         observer.after(stage, &ctx.outcome, &ctx.note);
         if ctx.blocked() {
             break;
         }
     }
-    finish(ctx, state)
+    finish(ctx, &mut env)
 }
 
 /// Monitor mode, the commit of session state, and the decision.
-fn finish(mut ctx: Ctx<'_>, state: &mut State) -> Decision {
+fn finish(mut ctx: Ctx<'_>, env: &mut Env<'_>) -> Decision {
     let mut monitor = None;
     if ctx.policy.mode == Mode::Monitor && ctx.outcome.verdict > Verdict::Warn {
         monitor = Some(ctx.outcome.verdict);
         ctx.outcome.verdict = Verdict::Warn;
     }
     let allowed = ctx.outcome.verdict <= Verdict::Mask;
-    stages::commit(&mut ctx, state, allowed);
-    let taint = state.sessions.get(&ctx.call.session, ctx.now.mono_ms).taint;
+    stages::commit(&mut ctx, env, allowed);
+    let taint = env.session.taint;
     let o = ctx.outcome;
     let reason = if o.reason.is_empty() { "no rule or check stood in the way".to_string() } else { o.reason };
     Decision {

@@ -13,8 +13,8 @@ use crate::call::Direction;
 pub struct ScanInput<'a> {
     /// Which way the payload goes (selects detectors and thresholds).
     pub direction: Direction,
-    /// Every string in the payload with its JSON pointer, JSON escapes already decoded.
-    pub strings: &'a [(String, &'a str)],
+    /// Every string in the payload, JSON escapes already decoded, in document order.
+    pub strings: &'a [&'a str],
 }
 
 /// One thing a scanner found.

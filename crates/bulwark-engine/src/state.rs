@@ -65,3 +65,30 @@ impl State {
     }
 }
 
+
+/// One evaluation's view of the state: its session, looked up once, and the shared maps.
+pub(crate) struct Env<'s> {
+    pub(crate) session: &'s mut crate::session::Session,
+    pub(crate) principal_buckets: &'s mut BoundedMap<String, ScopeBuckets>,
+    pub(crate) tool_buckets: &'s mut BoundedMap<String, ScopeBuckets>,
+    pub(crate) global_buckets: &'s mut ScopeBuckets,
+    pub(crate) verdicts: &'s mut VerdictCache,
+    pub(crate) pins: &'s mut Pins,
+    pub(crate) grants: &'s mut BoundedMap<String, u64>,
+    pub(crate) lockdown: bool,
+}
+
+impl State {
+    pub(crate) fn env(&mut self, session: &str, now_ms: u64) -> Env<'_> {
+        Env {
+            session: self.sessions.get(session, now_ms),
+            principal_buckets: &mut self.principal_buckets,
+            tool_buckets: &mut self.tool_buckets,
+            global_buckets: &mut self.global_buckets,
+            verdicts: &mut self.verdicts,
+            pins: &mut self.pins,
+            grants: &mut self.grants,
+            lockdown: self.lockdown,
+        }
+    }
+}

@@ -103,7 +103,7 @@ fn approved_endpoints_make_egress_approved() {
 #[test]
 fn principal_tool_and_global_scopes() {
     let mut h = Harness::yaml("version: 1\nrate: { principal: { calls: 2 }, tool: { calls: 3 }, global: { calls: 4 } }\n");
-    let mut call = |h: &mut Harness, session: &str, principal: &str, tool: &str| {
+    let call = |h: &mut Harness, session: &str, principal: &str, tool: &str| {
         let mut c = Call::request(session, tool, json!({"path": format!("/tmp/{session}{principal}")}));
         c.principal.id = Some(principal.into());
         h.eval(&c)
@@ -220,7 +220,7 @@ struct Marker;
 impl ContentScanner for Marker {
     fn scan(&self, input: &ScanInput<'_>) -> ScanOutput {
         let mut findings = Vec::new();
-        for (i, (_, s)) in input.strings.iter().enumerate() {
+        for (i, s) in input.strings.iter().enumerate() {
             if let Some(at) = s.find("AKIA") {
                 let end = s[at..].find(' ').map_or(s.len(), |e| at + e);
                 findings.push(ContentFinding { category: ContentCategory::Secret, rule_id: "secret.aws_access_key".into(), severity: Severity::High, string: i, span: [at, end], placeholder: Some("[REDACTED:SECRET:aws_access_key:1]".into()) });
@@ -229,7 +229,7 @@ impl ContentScanner for Marker {
                 findings.push(ContentFinding { category: ContentCategory::Injection, rule_id: "injection.override".into(), severity: Severity::High, string: i, span: [at, at + 6], placeholder: None });
             }
         }
-        ScanOutput { findings, complete: !input.strings.iter().any(|(_, s)| s.contains("UNREADABLE")) }
+        ScanOutput { findings, complete: !input.strings.iter().any(|s| s.contains("UNREADABLE")) }
     }
 }
 

@@ -43,36 +43,61 @@ fn walk_measure(v: &Value, depth: usize, max_depth: usize, m: &mut Measure) {
     }
 }
 
-/// Every string leaf (and object key's value) with its RFC 6901 pointer, in document order.
-pub fn strings(v: &Value) -> Vec<(String, &str)> {
+/// Every string leaf, in document order (object members in the order the map keeps them).
+pub fn strings(v: &Value) -> Vec<&str> {
     let mut out = Vec::new();
-    let mut path = String::new();
-    walk_strings(v, &mut path, &mut out);
+    walk_strings(v, &mut out);
     out
 }
 
-fn walk_strings<'a>(v: &'a Value, path: &mut String, out: &mut Vec<(String, &'a str)>) {
+fn walk_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     match v {
-        Value::String(s) => out.push((path.clone(), s.as_str())),
+        Value::String(s) => out.push(s.as_str()),
+        Value::Array(a) => a.iter().for_each(|x| walk_strings(x, out)),
+        Value::Object(o) => o.values().for_each(|x| walk_strings(x, out)),
+        _ => {}
+    }
+}
+
+/// The RFC 6901 pointer of the `index`-th string leaf as [`strings`] orders them. Pointers
+/// are built only for the few strings a finding names, not for every string scanned.
+pub fn pointer_of(v: &Value, index: usize) -> Option<String> {
+    let mut seen = 0;
+    let mut path = String::new();
+    find_pointer(v, index, &mut seen, &mut path).then_some(path)
+}
+
+fn find_pointer(v: &Value, index: usize, seen: &mut usize, path: &mut String) -> bool {
+    match v {
+        Value::String(_) => {
+            *seen += 1;
+            *seen == index + 1
+        }
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
                 let len = path.len();
                 path.push('/');
                 path.push_str(&i.to_string());
-                walk_strings(x, path, out);
+                if find_pointer(x, index, seen, path) {
+                    return true;
+                }
                 path.truncate(len);
             }
+            false
         }
         Value::Object(o) => {
             for (k, x) in o {
                 let len = path.len();
                 path.push('/');
                 path.push_str(&k.replace('~', "~0").replace('/', "~1"));
-                walk_strings(x, path, out);
+                if find_pointer(x, index, seen, path) {
+                    return true;
+                }
                 path.truncate(len);
             }
+            false
         }
-        _ => {}
+        _ => false,
     }
 }
 
@@ -117,8 +142,11 @@ mod tests {
     #[test]
     fn strings_have_pointers() {
         let v = json!({"a": ["x", {"b/c": "y"}], "n": 1});
-        let s = strings(&v);
-        assert_eq!(s, vec![("/a/0".to_string(), "x"), ("/a/1/b~1c".to_string(), "y")]);
+        assert_eq!(strings(&v), vec!["x", "y"]);
+        assert_eq!(pointer_of(&v, 0).as_deref(), Some("/a/0"));
+        assert_eq!(pointer_of(&v, 1).as_deref(), Some("/a/1/b~1c"));
+        assert_eq!(pointer_of(&v, 2), None);
+        assert_eq!(pointer_of(&json!("top"), 0).as_deref(), Some(""));
     }
 
     #[test]

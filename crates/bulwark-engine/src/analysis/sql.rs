@@ -12,32 +12,56 @@ use super::Facts;
 /// SQL longer than this is reported unparsable rather than read.
 pub const MAX_SQL_BYTES: usize = 256 * 1024;
 
-/// Tokens of one statement: upper-cased words and single punctuation characters, with
-/// literals replaced by `'` (string) or `0` (number).
-fn tokenize(sql: &str) -> Result<Vec<Vec<String>>, &'static str> {
-    let b: Vec<char> = sql.chars().collect();
+/// One token, borrowed from the text: words and quoted identifiers compare
+/// case-insensitively, literals keep their text so `'a' = 'a'` can be told from `'a' = 'b'`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tok<'a> {
+    Word(&'a str),
+    Str(&'a str),
+    Num(&'a str),
+    Punct(u8),
+}
+
+impl Tok<'_> {
+    fn is(&self, kw: &str) -> bool {
+        matches!(self, Tok::Word(w) if w.eq_ignore_ascii_case(kw))
+    }
+
+    fn same(&self, other: &Tok<'_>) -> bool {
+        match (self, other) {
+            (Tok::Word(a), Tok::Word(b)) => a.eq_ignore_ascii_case(b),
+            (a, b) => a == b,
+        }
+    }
+}
+
+type Statement<'a> = Vec<Tok<'a>>;
+
+/// Splits SQL into statements of tokens, dropping comments.
+fn tokenize(sql: &str) -> Result<Vec<Statement<'_>>, &'static str> {
+    let b = sql.as_bytes();
     let mut statements = Vec::new();
-    let mut cur: Vec<String> = Vec::new();
+    let mut cur: Statement<'_> = Vec::new();
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        if c == '-' && b.get(i + 1) == Some(&'-') || c == '#' {
-            while i < b.len() && b[i] != '\n' {
+        if (c == b'-' && b.get(i + 1) == Some(&b'-')) || c == b'#' {
+            while i < b.len() && b[i] != b'\n' {
                 i += 1;
             }
             continue;
         }
-        if c == '/' && b.get(i + 1) == Some(&'*') {
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
             let mut j = i + 2;
             let mut depth = 1;
             while depth > 0 {
                 match (b.get(j), b.get(j + 1)) {
                     (None, _) => return Err("unterminated comment"),
-                    (Some('*'), Some('/')) => {
+                    (Some(b'*'), Some(b'/')) => {
                         depth -= 1;
                         j += 2;
                     }
-                    (Some('/'), Some('*')) => {
+                    (Some(b'/'), Some(b'*')) => {
                         depth += 1;
                         j += 2;
                     }
@@ -47,12 +71,12 @@ fn tokenize(sql: &str) -> Result<Vec<Vec<String>>, &'static str> {
             i = j;
             continue;
         }
-        if c == '\'' || c == '"' || c == '`' {
+        if c == b'\'' || c == b'"' || c == b'`' {
             let mut j = i + 1;
             loop {
                 match b.get(j) {
                     None => return Err("unterminated literal"),
-                    Some('\\') if c == '\'' => j += 2,
+                    Some(b'\\') if c == b'\'' => j += 2,
                     Some(&x) if x == c => {
                         if b.get(j + 1) == Some(&c) {
                             j += 2;
@@ -63,48 +87,42 @@ fn tokenize(sql: &str) -> Result<Vec<Vec<String>>, &'static str> {
                     _ => j += 1,
                 }
             }
-            // Quoted identifiers stay words; strings become a placeholder.
-            if c == '\'' {
-                cur.push("'".into());
-            } else {
-                cur.push(b[i + 1..j].iter().collect::<String>().to_uppercase());
-            }
+            let inner = sql.get(i + 1..j).unwrap_or("");
+            cur.push(if c == b'\'' { Tok::Str(inner) } else { Tok::Word(inner) });
             i = j + 1;
             continue;
         }
-        if c == '$' {
+        if c == b'$' {
             // Dollar quoting: $tag$ … $tag$.
-            let tag_end = b[i + 1..].iter().position(|&x| x == '$');
-            if let Some(t) = tag_end {
-                let tag: String = b[i..i + t + 2].iter().collect();
-                if tag[1..tag.len() - 1].chars().all(|x| x.is_alphanumeric() || x == '_') {
-                    let body_start = i + t + 2;
-                    let rest: String = b[body_start..].iter().collect();
-                    let end = rest.find(&tag).ok_or("unterminated dollar-quoted string")?;
-                    cur.push("'".into());
-                    i = body_start + rest[..end].chars().count() + tag.chars().count();
+            if let Some(t) = b[i + 1..].iter().position(|&x| x == b'$') {
+                let tag = &sql[i..i + t + 2];
+                if tag[1..tag.len() - 1].bytes().all(|x| x.is_ascii_alphanumeric() || x == b'_') {
+                    let body = i + t + 2;
+                    let end = sql[body..].find(tag).ok_or("unterminated dollar-quoted string")?;
+                    cur.push(Tok::Str(&sql[body..body + end]));
+                    i = body + end + tag.len();
                     continue;
                 }
             }
         }
-        if c == ';' {
+        if c == b';' {
             if !cur.is_empty() {
                 statements.push(std::mem::take(&mut cur));
             }
             i += 1;
             continue;
         }
-        if c.is_alphanumeric() || c == '_' {
+        if c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80 {
             let start = i;
-            while i < b.len() && (b[i].is_alphanumeric() || b[i] == '_' || b[i] == '.') {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.' || b[i] >= 0x80) {
                 i += 1;
             }
-            let w: String = b[start..i].iter().collect();
-            cur.push(if w.chars().all(|x| x.is_ascii_digit() || x == '.') { "0".into() } else { w.to_uppercase() });
+            let w = &sql[start..i];
+            cur.push(if w.bytes().all(|x| x.is_ascii_digit() || x == b'.') { Tok::Num(w) } else { Tok::Word(w) });
             continue;
         }
-        if !c.is_whitespace() {
-            cur.push(c.to_string());
+        if !c.is_ascii_whitespace() {
+            cur.push(Tok::Punct(c));
         }
         i += 1;
     }
@@ -114,27 +132,25 @@ fn tokenize(sql: &str) -> Result<Vec<Vec<String>>, &'static str> {
     Ok(statements)
 }
 
-fn has(tokens: &[String], word: &str) -> bool {
-    tokens.iter().any(|t| t == word)
+fn has(tokens: &[Tok<'_>], word: &str) -> bool {
+    tokens.iter().any(|t| t.is(word))
 }
 
 /// Whether a WHERE clause is missing or always true (`1=1`, `TRUE`, `'a'='a'`, `… OR 1=1`).
-fn where_is_vacuous(tokens: &[String]) -> bool {
-    let Some(w) = tokens.iter().position(|t| t == "WHERE") else { return true };
-    let cond: Vec<&str> = tokens[w + 1..].iter().map(String::as_str).take_while(|t| !matches!(*t, "RETURNING" | "LIMIT" | "ORDER")).collect();
+fn where_is_vacuous(tokens: &[Tok<'_>]) -> bool {
+    let Some(w) = tokens.iter().position(|t| t.is("WHERE")) else { return true };
+    let cond: Vec<Tok<'_>> = tokens[w + 1..].iter().copied().take_while(|t| !t.is("RETURNING") && !t.is("LIMIT") && !t.is("ORDER")).collect();
     if cond.is_empty() {
         return true;
     }
-    let tautology = |c: &[&str]| match c {
-        ["TRUE"] | ["0"] | ["NOT", "FALSE"] => true,
-        [a, "=", b] => a == b,
+    let tautology = |c: &[Tok<'_>]| match c {
+        [t] => t.is("TRUE") || matches!(t, Tok::Num(n) if n.bytes().any(|d| d != b'0' && d != b'.')),
+        [n, f] => n.is("NOT") && f.is("FALSE"),
+        [a, Tok::Punct(b'='), b] => a.same(b),
         _ => false,
     };
-    if tautology(&cond) {
-        return true;
-    }
     // `… OR <tautology>` makes the whole condition true.
-    cond.split(|t| *t == "OR").any(|part| tautology(part) || part.is_empty())
+    cond.split(|t| t.is("OR")).any(|part| part.is_empty() || tautology(part))
 }
 
 /// Analyses SQL text.
@@ -166,16 +182,16 @@ pub fn analyse(sql: &str) -> Facts {
     facts
 }
 
-fn classify(st: &[String], facts: &mut Facts) {
+fn classify(st: &[Tok<'_>], facts: &mut Facts) {
     // Skip a leading WITH … AS ( … ) block to the statement proper.
     let mut start = 0;
-    if st.first().map(String::as_str) == Some("WITH") {
+    if st.first().is_some_and(|t| t.is("WITH")) {
         let mut depth = 0i32;
         for (i, t) in st.iter().enumerate() {
-            match t.as_str() {
-                "(" => depth += 1,
-                ")" => depth -= 1,
-                "SELECT" | "INSERT" | "UPDATE" | "DELETE" | "MERGE" if depth == 0 && i > 0 => {
+            match t {
+                Tok::Punct(b'(') => depth += 1,
+                Tok::Punct(b')') => depth -= 1,
+                t if depth == 0 && i > 0 && ["SELECT", "INSERT", "UPDATE", "DELETE", "MERGE"].iter().any(|k| t.is(k)) => {
                     start = i;
                     break;
                 }
@@ -184,15 +200,18 @@ fn classify(st: &[String], facts: &mut Facts) {
         }
     }
     let st = &st[start..];
-    let first = st.first().map(String::as_str).unwrap_or("");
-    match first {
+    let first = match st.first() {
+        Some(Tok::Word(w)) if w.len() <= 16 => w.to_ascii_uppercase(),
+        _ => String::new(),
+    };
+    match first.as_str() {
         "SELECT" | "SHOW" | "EXPLAIN" | "DESCRIBE" | "DESC" | "VALUES" | "TABLE" | "PRAGMA" | "USE" | "BEGIN" | "COMMIT" | "ROLLBACK" | "START" | "SAVEPOINT" | "RELEASE" | "WITH" => {
             facts.capabilities.insert(Capability::DbRead);
             if has(st, "INTO") && (has(st, "OUTFILE") || has(st, "DUMPFILE")) {
                 facts.capabilities.insert(Capability::DbAdmin);
                 facts.add("sql.file_access");
             }
-            if st.iter().any(|t| matches!(t.as_str(), "PG_READ_FILE" | "PG_READ_BINARY_FILE" | "LO_IMPORT" | "LO_EXPORT" | "LOAD_FILE" | "PG_LS_DIR")) {
+            if ["PG_READ_FILE", "PG_READ_BINARY_FILE", "LO_IMPORT", "LO_EXPORT", "LOAD_FILE", "PG_LS_DIR"].iter().any(|f| has(st, f)) {
                 facts.add("sql.file_access");
             }
         }
@@ -211,7 +230,7 @@ fn classify(st: &[String], facts: &mut Facts) {
         }
         "COPY" => {
             facts.capabilities.insert(Capability::DbWrite);
-            if has(st, "PROGRAM") || st.windows(2).any(|w| (w[0] == "TO" || w[0] == "FROM") && w[1] == "'") {
+            if has(st, "PROGRAM") || st.windows(2).any(|w| (w[0].is("TO") || w[0].is("FROM")) && matches!(w[1], Tok::Str(_))) {
                 facts.capabilities.insert(Capability::DbAdmin);
                 facts.add("sql.file_access");
             }
@@ -223,7 +242,7 @@ fn classify(st: &[String], facts: &mut Facts) {
         "DROP" => {
             facts.capabilities.insert(Capability::DbAdmin);
             facts.add("sql.drop");
-            if matches!(st.get(1).map(String::as_str), Some("DATABASE" | "SCHEMA")) {
+            if st.get(1).is_some_and(|t| t.is("DATABASE") || t.is("SCHEMA")) {
                 facts.add("sql.drop_database");
             }
         }
@@ -252,8 +271,9 @@ fn classify(st: &[String], facts: &mut Facts) {
 pub fn looks_like_sql(text: &str) -> bool {
     let Ok(st) = tokenize(text) else { return false };
     st.first().and_then(|s| s.first()).is_some_and(|w| {
+        let Tok::Word(w) = w else { return false };
         matches!(
-            w.as_str(),
+            w.to_ascii_uppercase().as_str(),
             "SELECT" | "INSERT" | "UPDATE" | "DELETE" | "DROP" | "CREATE" | "ALTER" | "TRUNCATE" | "GRANT" | "REVOKE" | "WITH" | "MERGE" | "REPLACE" | "COPY" | "SHOW" | "EXPLAIN" | "DESCRIBE" | "PRAGMA" | "VACUUM" | "CALL" | "LOAD"
         )
     })

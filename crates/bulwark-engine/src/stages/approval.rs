@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::canonical::{sha256_hex, to_string};
 use crate::pipeline::Ctx;
-use crate::state::State;
+use crate::state::Env;
 
 /// The digest an approval for this call is bound to.
 pub fn call_digest(tool: &str, args: &serde_json::Value, session: &str, principal: Option<&str>, policy_version: &str) -> String {
@@ -17,7 +17,7 @@ pub fn call_digest(tool: &str, args: &serde_json::Value, session: &str, principa
     sha256_hex(to_string(&doc).as_bytes())
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let name = &ctx.call.tool.name;
     let by_tool = ctx.spec.is_some_and(|s| s.approval);
     let by_glob = ctx.policy.approvals.tools.iter().any(|g| g.matches(name));
@@ -36,14 +36,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
     }
     let digest = call_digest(name, &ctx.call.args, &ctx.call.session, ctx.call.principal.id.as_deref(), &ctx.policy.version);
     let now = ctx.now.mono_ms;
-    let granted = state.grants.peek(&digest).is_some_and(|exp| *exp > now);
+    let granted = env.grants.peek(&digest).is_some_and(|exp| *exp > now);
     if granted {
-        state.grants.remove(&digest);
+        env.grants.remove(&digest);
         ctx.outcome = ctx.below_approve.clone();
         ctx.approved = true;
-        ctx.note = "a human approved this exact call".into();
+        ctx.explain(|| "a human approved this exact call".into());
     } else {
-        ctx.note = format!("waiting for approval of {}", &digest[..12]);
+        ctx.explain(|| format!("waiting for approval of {}", &digest[..12]));
     }
     ctx.call_digest = Some(digest);
 }

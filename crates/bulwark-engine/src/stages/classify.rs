@@ -152,7 +152,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         }
     }
 
-    ctx.note = format!("known from {:?}; capabilities [{}]", ctx.known, ctx.caps.names().join(", "));
+    let (known, caps) = (ctx.known, ctx.caps);
+    ctx.explain(|| format!("known from {known:?}; capabilities [{}]", caps.names().join(", ")));
 
     if unknown {
         ctx.predicates.push("tool.unknown");

@@ -53,7 +53,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         _ => call.payload(),
     };
     let strings = json::strings(doc);
-    let total: usize = strings.iter().map(|(_, s)| s.len()).sum();
+    let total: usize = strings.iter().map(|s| s.len()).sum();
     let limit = ctx.policy.content.max_scan_bytes;
     if total > limit {
         ctx.findings.push(Finding::new("content.too_large", "input"));
@@ -62,7 +62,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         return;
     }
     let out = ctx.scanner.scan(&ScanInput { direction: call.direction, strings: &strings });
-    ctx.note = format!("{} strings, {total} bytes, {} findings", strings.len(), out.findings.len());
+    let (ns, nf) = (strings.len(), out.findings.len());
+    ctx.explain(|| format!("{ns} strings, {total} bytes, {nf} findings"));
     if !out.complete {
         let v = ctx.policy.on_error(ReasonCode::AnalysisUnavailable);
         ctx.raise(v, ReasonCode::AnalysisUnavailable, None, Some(Severity::High), "The content scanner could not read all of the content.", None);
@@ -81,7 +82,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     let mut to_mask: Vec<&ContentFinding> = Vec::new();
     for f in &out.findings {
         let action = table.get(f.category);
-        let pointer = strings.get(f.string).map(|(p, _)| p.clone());
+        let pointer = json::pointer_of(doc, f.string);
         ctx.findings.push(Finding { rule_id: f.rule_id.clone(), category: f.category.as_str().to_string(), span: Some(f.span), pointer, severity: Some(f.severity) });
         if call.direction == Direction::Response {
             match f.category {
@@ -105,9 +106,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
 }
 
 /// The payload with each masked span replaced by its placeholder, still valid JSON.
-fn mask(doc: &Value, strings: &[(String, &str)], findings: &[&ContentFinding]) -> Value {
+fn mask(doc: &Value, strings: &[&str], findings: &[&ContentFinding]) -> Value {
     let mut out = doc.clone();
-    for (i, (pointer, text)) in strings.iter().enumerate() {
+    for (i, text) in strings.iter().enumerate() {
         let mut spans: Vec<&ContentFinding> = findings.iter().copied().filter(|f| f.string == i).collect();
         if spans.is_empty() {
             continue;
@@ -125,9 +126,10 @@ fn mask(doc: &Value, strings: &[(String, &str)], findings: &[&ContentFinding]) -
             at = e;
         }
         masked.push_str(&text[at..]);
+        let Some(pointer) = json::pointer_of(doc, i) else { continue };
         if pointer.is_empty() {
             out = Value::String(masked);
-        } else if let Some(slot) = out.pointer_mut(pointer) {
+        } else if let Some(slot) = out.pointer_mut(&pointer) {
             *slot = Value::String(masked);
         }
     }

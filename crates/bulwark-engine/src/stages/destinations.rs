@@ -60,5 +60,6 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
             Some("Pass the URL or host in the call's arguments (or `destination`).".into()),
         );
     }
-    ctx.note = format!("{} destinations checked", ctx.destinations.len());
+    let n = ctx.destinations.len();
+    ctx.explain(|| format!("{n} destinations checked"));
 }

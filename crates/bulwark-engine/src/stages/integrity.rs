@@ -17,7 +17,7 @@ use crate::decision::Finding;
 use crate::pins::Pin;
 use crate::pipeline::Ctx;
 use crate::schema_check;
-use crate::state::State;
+use crate::state::Env;
 
 /// SHA-256 over the canonical `{name, description, input_schema, annotations}`.
 pub fn definition_digest(name: &str, def: &crate::call::Definition) -> String {
@@ -25,12 +25,12 @@ pub fn definition_digest(name: &str, def: &crate::call::Definition) -> String {
     sha256_hex(to_string(&doc).as_bytes())
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let call = ctx.call;
     let server = call.tool.server.as_deref();
     let name = &call.tool.name;
     if call.direction == Direction::Definition {
-        return definition(ctx, state);
+        return definition(ctx, env);
     }
     if ctx.spec.is_some_and(|s| s.quarantine) {
         ctx.raise(
@@ -43,7 +43,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
         );
         return;
     }
-    let pin = state.pins.get(server, name);
+    let pin = env.pins.get(server, name);
     if let Some((code, reason)) = pin.and_then(|p| p.quarantined.clone()) {
         ctx.findings.push(Finding::new(format!("integrity.{}", code.as_str().to_lowercase()), "integrity"));
         ctx.raise(Verdict::Block, code, None, Some(Severity::Critical), reason, Some("Ask the operator to review the tool's definition and accept it.".into()));
@@ -66,13 +66,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
     }
 }
 
-fn definition(ctx: &mut Ctx<'_>, state: &mut State) {
+fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let call = ctx.call;
     let (Some(def), true) = (&call.definition, ctx.policy.pinning.enabled) else { return };
     let server = call.tool.server.as_deref();
     let name = &call.tool.name;
     let digest = definition_digest(name, def);
-    if let Some(pin) = state.pins.get(server, name) {
+    if let Some(pin) = env.pins.get(server, name) {
         if let Some((code, reason)) = &pin.quarantined {
             ctx.raise(Verdict::Block, *code, None, Some(Severity::Critical), reason.clone(), None);
             return;
@@ -87,12 +87,12 @@ fn definition(ctx: &mut Ctx<'_>, state: &mut State) {
                 format!("Tool {name:?} changed its definition after it was pinned (rug pull); it is withheld."),
                 Some("Ask the operator to review the new definition and accept it.".into()),
             );
-            ctx.note = format!("pinned {} → now {}", &pin.digest[..12], &digest[..12]);
+            ctx.explain(|| format!("pinned {} → now {}", &pin.digest[..12], &digest[..12]));
         }
         return;
     }
     if server.is_some() {
-        if let Some(other) = state.pins.other_server(server, name).filter(|o| !o.is_empty()) {
+        if let Some(other) = env.pins.other_server(server, name).filter(|o| !o.is_empty()) {
             ctx.findings.push(Finding::new("integrity.shadowing", "poisoning"));
             ctx.raise(
                 Verdict::Block,
@@ -107,18 +107,18 @@ fn definition(ctx: &mut Ctx<'_>, state: &mut State) {
 }
 
 /// Pins a definition that went through; withholds one that was blocked.
-pub(crate) fn commit_definition(ctx: &Ctx<'_>, state: &mut State, allowed: bool) {
+pub(crate) fn commit_definition(ctx: &Ctx<'_>, env: &mut Env<'_>, allowed: bool) {
     let call = ctx.call;
     let (Some(def), true) = (&call.definition, ctx.policy.pinning.enabled) else { return };
     let server = call.tool.server.as_deref();
     let name = &call.tool.name;
     let digest = definition_digest(name, def);
     if allowed {
-        if state.pins.get(server, name).is_none() {
-            state.pins.set(server, name, Pin { digest, input_schema: def.input_schema.clone(), quarantined: None });
+        if env.pins.get(server, name).is_none() {
+            env.pins.set(server, name, Pin { digest, input_schema: def.input_schema.clone(), quarantined: None });
         }
     } else if let Some(code @ (ReasonCode::RugPull | ReasonCode::ToolPoisoning | ReasonCode::Injection | ReasonCode::ContentBlock | ReasonCode::Rule)) = ctx.outcome.code {
         // Withheld for what it says, not for why this one listing was refused (lockdown, limits).
-        state.pins.quarantine(server, name, digest, code, ctx.outcome.reason.clone());
+        env.pins.quarantine(server, name, digest, code, ctx.outcome.reason.clone());
     }
 }

@@ -4,10 +4,10 @@
 use bulwark_policy::{ReasonCode, Severity, Verdict};
 
 use crate::pipeline::Ctx;
-use crate::state::State;
+use crate::state::Env;
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, state: &State) {
-    if ctx.policy.lockdown || state.lockdown {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &Env<'_>) {
+    if ctx.policy.lockdown || env.lockdown {
         let by = if ctx.policy.lockdown { "the policy" } else { "an operator or the fleet" };
         ctx.raise(
             Verdict::Block,

@@ -6,20 +6,20 @@
 use bulwark_policy::{ReasonCode, Severity, Verdict};
 
 use crate::call::Direction;
-use crate::canonical::{fingerprint, to_string};
+use crate::canonical::fingerprint;
 use crate::pipeline::Ctx;
 use crate::session::Session;
-use crate::state::State;
+use crate::state::Env;
 
 fn call_print(ctx: &Ctx<'_>) -> u64 {
-    fingerprint(&[&ctx.tool_lc(), &to_string(&ctx.call.args)])
+    fingerprint(&ctx.tool_lc(), &ctx.call.args)
 }
 
 fn result_print(ctx: &Ctx<'_>) -> u64 {
-    fingerprint(&[&ctx.tool_lc(), &to_string(ctx.call.payload())])
+    fingerprint(&ctx.tool_lc(), ctx.call.payload())
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let lp = ctx.policy.loop_guard;
     let now = ctx.now.mono_ms;
     let (limit, print, what) = match ctx.call.direction {
@@ -30,10 +30,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
         return;
     }
     ctx.loop_print = Some(print);
-    let session = state.sessions.get(&ctx.call.session, now);
+    let session = &mut *env.session;
     let history = if ctx.call.direction == Direction::Response { &session.recent_results } else { &session.recent_calls };
     let seen = history.iter().filter(|(f, t)| *f == print && now.saturating_sub(*t) <= lp.window_ms).count();
-    ctx.note = format!("{} identical {what}s in the window", seen + 1);
+    ctx.explain(|| format!("{} identical {what}s in the window", seen + 1));
     if seen as u64 + 1 >= u64::from(limit) {
         ctx.raise(
             Verdict::Block,
@@ -46,14 +46,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
     }
 }
 
-pub(crate) fn commit_call(ctx: &Ctx<'_>, state: &mut State) {
+pub(crate) fn commit_call(ctx: &Ctx<'_>, env: &mut Env<'_>) {
     let print = ctx.loop_print.unwrap_or_else(|| call_print(ctx));
     let now = ctx.now.mono_ms;
-    Session::remember(&mut state.sessions.get(&ctx.call.session, now).recent_calls, print, now);
+    Session::remember(&mut env.session.recent_calls, print, now);
 }
 
-pub(crate) fn commit_result(ctx: &Ctx<'_>, state: &mut State) {
+pub(crate) fn commit_result(ctx: &Ctx<'_>, env: &mut Env<'_>) {
     let print = ctx.loop_print.unwrap_or_else(|| result_print(ctx));
     let now = ctx.now.mono_ms;
-    Session::remember(&mut state.sessions.get(&ctx.call.session, now).recent_results, print, now);
+    Session::remember(&mut env.session.recent_results, print, now);
 }

@@ -21,7 +21,7 @@ pub mod verdict_cache;
 
 use crate::call::Direction;
 use crate::pipeline::Ctx;
-use crate::state::State;
+use crate::state::Env;
 
 /// A pipeline stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,38 +102,37 @@ pub fn order(d: Direction) -> &'static [Stage] {
     }
 }
 
-pub(crate) fn run(stage: Stage, ctx: &mut Ctx<'_>, state: &mut State) {
+pub(crate) fn run(stage: Stage, ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     match stage {
-        Stage::Lockdown => lockdown::run(ctx, state),
+        Stage::Lockdown => lockdown::run(ctx, env),
         Stage::Validate => validate::run(ctx),
         Stage::Classify => classify::run(ctx),
-        Stage::Rate => rate::run(ctx, state),
-        Stage::Loop => loop_guard::run(ctx, state),
-        Stage::Integrity => integrity::run(ctx, state),
+        Stage::Rate => rate::run(ctx, env),
+        Stage::Loop => loop_guard::run(ctx, env),
+        Stage::Integrity => integrity::run(ctx, env),
         Stage::Content => content::run(ctx),
         Stage::Destinations => destinations::run(ctx),
-        Stage::Taint => taint::run(ctx, state),
-        Stage::Sequences => sequences::run(ctx, state),
-        Stage::Rules => rules::run(ctx, state),
-        Stage::Approval => approval::run(ctx, state),
-        Stage::VerdictCache => verdict_cache::run(ctx, state),
+        Stage::Taint => taint::run(ctx, env),
+        Stage::Sequences => sequences::run(ctx, env),
+        Stage::Rules => rules::run(ctx, env),
+        Stage::Approval => approval::run(ctx, env),
+        Stage::VerdictCache => verdict_cache::run(ctx, env),
     }
 }
 
 /// Updates session state once the decision is final. Only what actually happens changes
 /// state: a blocked call adds no taint, no loop or sequence history and pins nothing
 /// (a blocked definition is withheld instead).
-pub(crate) fn commit(ctx: &mut Ctx<'_>, state: &mut State, allowed: bool) {
-    let now = ctx.now.mono_ms;
-    rules::commit(ctx, state);
+pub(crate) fn commit(ctx: &mut Ctx<'_>, env: &mut Env<'_>, allowed: bool) {
+    rules::commit(ctx, env);
     match ctx.call.direction {
         Direction::Request | Direction::Proposal => {
             if !allowed {
                 return;
             }
-            loop_guard::commit_call(ctx, state);
-            sequences::commit(ctx, state);
-            let session = state.sessions.get(&ctx.call.session, now);
+            loop_guard::commit_call(ctx, env);
+            sequences::commit(ctx, env);
+            let session = &mut *env.session;
             session.calls += 1;
             session.taint = session.taint.union(ctx.taint_out);
         }
@@ -141,10 +140,10 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, state: &mut State, allowed: bool) {
             if !allowed {
                 return;
             }
-            loop_guard::commit_result(ctx, state);
-            let session = state.sessions.get(&ctx.call.session, now);
+            loop_guard::commit_result(ctx, env);
+            let session = &mut *env.session;
             session.taint = session.taint.union(ctx.taint_out);
         }
-        Direction::Definition => integrity::commit_definition(ctx, state, allowed),
+        Direction::Definition => integrity::commit_definition(ctx, env, allowed),
     }
 }

@@ -10,7 +10,7 @@ use bulwark_policy::{BucketSpec, Capability, ReasonCode, Severity, Verdict};
 use crate::bucket::Bucket;
 use crate::pipeline::Ctx;
 use crate::session::ScopeBuckets;
-use crate::state::State;
+use crate::state::Env;
 
 /// Which buckets of a scope a call draws from.
 #[derive(Clone, Copy)]
@@ -55,7 +55,7 @@ fn take(b: &mut ScopeBuckets, spec: &BucketSpec, draw: Draw) {
     }
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let now = ctx.now.mono_ms;
     let draw = Draw { network: ctx.caps.has_family("net"), actuate: ctx.caps.contains(Capability::DeviceActuate) };
     let rate = &ctx.policy.rate;
@@ -69,16 +69,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
         }
     };
     if let Some(spec) = &rate.session {
-        consider(wait(&mut state.sessions.get(&ctx.call.session, now).buckets, spec, draw, now), "session");
+        consider(wait(&mut env.session.buckets, spec, draw, now), "session");
     }
     if let Some(spec) = &rate.principal {
-        consider(wait(state.principal_buckets.get_or_insert_with(&principal, ScopeBuckets::default), spec, draw, now), "principal");
+        consider(wait(env.principal_buckets.get_or_insert_with(&principal, ScopeBuckets::default), spec, draw, now), "principal");
     }
     if let Some(spec) = &rate.tool {
-        consider(wait(state.tool_buckets.get_or_insert_with(&tool, ScopeBuckets::default), spec, draw, now), "tool");
+        consider(wait(env.tool_buckets.get_or_insert_with(&tool, ScopeBuckets::default), spec, draw, now), "tool");
     }
     if let Some(spec) = &rate.global {
-        consider(wait(&mut state.global_buckets, spec, draw, now), "global");
+        consider(wait(&mut env.global_buckets, spec, draw, now), "global");
     }
 
     if worst.0 > 0 {
@@ -91,19 +91,19 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
             format!("Too many {} for this {} (rate limit); try again in {} ms.", worst.1, worst.2, worst.0),
             Some(format!("Wait {} ms, or batch the work into fewer calls.", worst.0)),
         );
-        ctx.note = format!("{} {} bucket empty", worst.2, worst.1);
+        ctx.explain(|| format!("{} {} bucket empty", worst.2, worst.1));
         return;
     }
     if let Some(spec) = &rate.session {
-        take(&mut state.sessions.get(&ctx.call.session, now).buckets, spec, draw);
+        take(&mut env.session.buckets, spec, draw);
     }
     if let Some(spec) = &rate.principal {
-        take(state.principal_buckets.get_or_insert_with(&principal, ScopeBuckets::default), spec, draw);
+        take(env.principal_buckets.get_or_insert_with(&principal, ScopeBuckets::default), spec, draw);
     }
     if let Some(spec) = &rate.tool {
-        take(state.tool_buckets.get_or_insert_with(&tool, ScopeBuckets::default), spec, draw);
+        take(env.tool_buckets.get_or_insert_with(&tool, ScopeBuckets::default), spec, draw);
     }
     if let Some(spec) = &rate.global {
-        take(&mut state.global_buckets, spec, draw);
+        take(&mut env.global_buckets, spec, draw);
     }
 }

@@ -13,14 +13,15 @@ use crate::analysis::json;
 use crate::call::Direction;
 use crate::decision::Finding;
 use crate::pipeline::Ctx;
-use crate::state::State;
+use crate::state::Env;
 
 /// What a condition tree needs to look at.
 struct Subject<'a> {
     tool: &'a str,
     ctx: &'a Ctx<'a>,
     doc: &'a Value,
-    strings: Vec<(String, &'a str)>,
+    /// Built on first use: most rules never look at free text.
+    strings: std::cell::OnceCell<Vec<&'a str>>,
     taint: TaintSet,
 }
 
@@ -40,9 +41,12 @@ fn eval(c: &Condition, s: &Subject<'_>, hit: &mut Hit) -> bool {
         Condition::Predicate(p) => s.ctx.predicates.iter().any(|q| q == p),
         Condition::Taint(t) => t.iter().all(|x| s.taint.contains(x)),
         Condition::Text(re) => {
-            for (ptr, text) in &s.strings {
+            let strings = s.strings.get_or_init(|| json::strings(s.doc));
+            for (i, text) in strings.iter().enumerate() {
                 if let Some(m) = re.find(text) {
-                    hit.get_or_insert_with(|| (ptr.clone(), [m.start(), m.end()]));
+                    if hit.is_none() {
+                        *hit = Some((json::pointer_of(s.doc, i).unwrap_or_default(), [m.start(), m.end()]));
+                    }
                     return true;
                 }
             }
@@ -91,7 +95,7 @@ fn raise_tier(s: Severity) -> Severity {
     }
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let policy = ctx.policy;
     let direction = ctx.call.direction;
     let definition_doc;
@@ -103,14 +107,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
         _ => ctx.call.payload(),
     };
     let now = ctx.now.mono_ms;
-    let session = state.sessions.get(&ctx.call.session, now);
+    let session = &mut *env.session;
     let taint = session.taint;
     let window = policy.scoring.burst_window_ms;
     let recent_burst = session.burst.iter().filter(|t| now.saturating_sub(**t) <= window).count();
 
     let mut matched: Vec<(&Rule, Hit)> = Vec::new();
     {
-        let subject = Subject { tool: &ctx.call.tool.name, ctx, doc, strings: json::strings(doc), taint };
+        let subject = Subject { tool: &ctx.call.tool.name, ctx, doc, strings: std::cell::OnceCell::new(), taint };
         for rule in policy.rules.iter().filter(|r| applies(r, direction)) {
             let mut hit = None;
             if eval(&rule.condition, &subject, &mut hit) {
@@ -159,20 +163,21 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
     if burst {
         reason.push_str(" A burst of destructive calls in this session raised the tier.");
     }
-    ctx.note = format!("{} rules matched; {points} points; tier {}", matched.len(), tier.map_or("none", |t| t.as_str()));
+    let n = matched.len();
+    ctx.explain(|| format!("{n} rules matched; {points} points; tier {}", tier.map_or("none", |t| t.as_str())));
     ctx.raise(verdict, ReasonCode::Rule, Some(primary.id.clone()), Some(severity), reason, primary.safer_alternative.clone());
 }
 
 /// Remembers destructive matches for burst detection, whether or not the call went through:
 /// an agent that keeps trying is the signal.
-pub(crate) fn commit(ctx: &Ctx<'_>, state: &mut State) {
+pub(crate) fn commit(ctx: &Ctx<'_>, env: &mut Env<'_>) {
     let min = ctx.policy.scoring.burst_min_severity;
     let n = ctx.rule_hits.iter().filter(|s| **s >= min).count();
     if n == 0 {
         return;
     }
     let now = ctx.now.mono_ms;
-    let session = state.sessions.get(&ctx.call.session, now);
+    let session = &mut *env.session;
     for _ in 0..n {
         if session.burst.len() == crate::session::HISTORY {
             session.burst.pop_front();

@@ -12,16 +12,16 @@ use bulwark_policy::{ReasonCode, Sequence};
 
 use crate::decision::Finding;
 use crate::pipeline::Ctx;
-use crate::state::State;
+use crate::state::Env;
 
 fn in_window(seq: &Sequence, start: (u64, u64), now_ms: u64, call_no: u64) -> bool {
     now_ms.saturating_sub(start.0) <= seq.within_ms && call_no.saturating_sub(start.1) < u64::from(seq.within_calls)
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let now = ctx.now.mono_ms;
     let policy = ctx.policy;
-    let session = state.sessions.get(&ctx.call.session, now);
+    let session = &mut *env.session;
     let call_no = session.calls + 1;
     let progress = session.sequences_for(policy);
     for (seq, prog) in policy.sequences.iter().zip(progress.iter()) {
@@ -35,14 +35,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
         }
         ctx.findings.push(Finding::new(seq.id.clone(), "sequence"));
         ctx.raise(seq.action, ReasonCode::CapSequence, Some(seq.id.clone()), Some(seq.severity), seq.reason.clone(), seq.safer_alternative.clone());
-        ctx.note = format!("{} completed ({} calls, {} ms after its first step)", seq.id, call_no - start.1 + 1, now - start.0);
+        ctx.explain(|| format!("{} completed ({} calls, {} ms after its first step)", seq.id, call_no - start.1 + 1, now - start.0));
     }
 }
 
-pub(crate) fn commit(ctx: &Ctx<'_>, state: &mut State) {
+pub(crate) fn commit(ctx: &Ctx<'_>, env: &mut Env<'_>) {
     let now = ctx.now.mono_ms;
     let policy = ctx.policy;
-    let session = state.sessions.get(&ctx.call.session, now);
+    let session = &mut *env.session;
     let call_no = session.calls + 1;
     let progress = session.sequences_for(policy);
     for (seq, prog) in policy.sequences.iter().zip(progress.iter_mut()) {

@@ -7,12 +7,12 @@ use bulwark_policy::{ReasonCode, Severity, Taint, Verdict};
 
 use crate::decision::Finding;
 use crate::pipeline::Ctx;
-use crate::state::State;
+use crate::state::Env;
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
-    let taint = state.sessions.get(&ctx.call.session, ctx.now.mono_ms).taint;
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
+    let taint = env.session.taint;
     let forbidden = ctx.policy.taint.forbidden(taint).intersection(ctx.caps);
-    ctx.note = format!("session taint [{}]", taint.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", "));
+    ctx.explain(|| format!("session taint [{}]", taint.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")));
     if forbidden.is_empty() {
         return;
     }

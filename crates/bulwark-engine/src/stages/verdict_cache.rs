@@ -9,28 +9,28 @@ use sha2::{Digest, Sha256};
 
 use crate::decision::EscalationMode;
 use crate::pipeline::Ctx;
-use crate::state::State;
+use crate::state::Env;
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, state: &mut State) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     if !ctx.escalate {
         return;
     }
     let hash: [u8; 32] = Sha256::digest(ctx.call.tool.name.as_bytes()).into();
     let name = &ctx.call.tool.name;
-    match state.verdicts.get(&hash, ctx.now.mono_ms) {
+    match env.verdicts.get(&hash, ctx.now.mono_ms) {
         Some(Verdict::Block) => {
-            ctx.note = "cache hit: block".into();
+            ctx.explain(|| "cache hit: block".into());
             ctx.raise(Verdict::Block, ReasonCode::CloudBlock, None, Some(Severity::High), format!("The fleet blocks {name:?}."), Some("Use another tool, or ask the operator.".into()));
         }
         Some(Verdict::Warn) => {
-            ctx.note = "cache hit: warn".into();
+            ctx.explain(|| "cache hit: warn".into());
             ctx.raise(Verdict::Warn, ReasonCode::CloudBlock, None, Some(Severity::Medium), format!("The fleet flags {name:?}."), None);
         }
-        Some(_) => ctx.note = "cache hit: allow".into(),
+        Some(_) => ctx.explain(|| "cache hit: allow".into()),
         None => {
             let mode = ctx.policy.fleet.as_ref().map_or(FleetMode::SyncBlock, |f| f.mode);
             ctx.escalation = Some(EscalationMode::from(mode));
-            ctx.note = format!("cache miss: escalate ({mode:?})");
+            ctx.explain(|| format!("cache miss: escalate ({mode:?})"));
             match mode {
                 FleetMode::SyncBlock => ctx.raise(
                     Verdict::Block,
