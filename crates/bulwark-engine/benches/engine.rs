@@ -20,7 +20,11 @@ fn bench(c: &mut Criterion) {
     let engine = Engine::new(Policy::builtin().unwrap());
     for w in workload::all() {
         let mut group = c.benchmark_group(w.name);
-        group.bench_function("baseline_json_parse", |b| b.iter(|| black_box(serde_json::from_str::<serde_json::Value>(black_box(&w.line)).unwrap())));
+        group.bench_function("baseline_json_parse", |b| {
+            b.iter(|| {
+                black_box(serde_json::from_str::<serde_json::Value>(black_box(&w.line)).unwrap())
+            })
+        });
         let mut state = State::new(engine.policy());
         let mut i: u64 = 0;
         group.bench_function("engine", |b| {

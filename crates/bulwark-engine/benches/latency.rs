@@ -18,13 +18,21 @@ fn percentiles(mut v: Vec<u64>) -> (f64, f64) {
 }
 
 fn main() {
-    let iterations: usize = std::env::args().skip_while(|a| a != "--iterations").nth(1).and_then(|n| n.parse().ok()).unwrap_or(200_000);
+    let iterations: usize = std::env::args()
+        .skip_while(|a| a != "--iterations")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200_000);
     let engine = Engine::new(Policy::builtin().unwrap());
     println!("| workload | engine p50 µs | engine p99 µs | baseline p50 µs | p50 ratio |");
     println!("|---|---:|---:|---:|---:|");
     for w in workload::all() {
         let mut state = State::new(engine.policy());
-        let n = if w.name == "result_10kb" { iterations / 4 } else { iterations };
+        let n = if w.name == "result_10kb" {
+            iterations / 4
+        } else {
+            iterations
+        };
         // Warm up sessions and caches.
         for (i, call) in w.calls.iter().enumerate() {
             black_box(engine.evaluate(call, &mut state, Now::at(i as u64 * 100)));
@@ -43,6 +51,10 @@ fn main() {
         }
         let (p50, p99) = percentiles(eng);
         let (b50, _) = percentiles(base);
-        println!("| {} | {p50:.2} | {p99:.2} | {b50:.2} | {:.1}× |", w.name, p50 / b50);
+        println!(
+            "| {} | {p50:.2} | {p99:.2} | {b50:.2} | {:.1}× |",
+            w.name,
+            p50 / b50
+        );
     }
 }

@@ -16,18 +16,25 @@ pub struct Workload {
 
 fn spread(name: &'static str, make: impl Fn(String) -> Call, doc: Value) -> Workload {
     let calls = (0..1000).map(|i| make(format!("bench-{i}"))).collect();
-    Workload { name, line: doc.to_string(), calls }
+    Workload {
+        name,
+        line: doc.to_string(),
+        calls,
+    }
 }
 
 pub fn all() -> Vec<Workload> {
     let shell = json!({"command": "git status --porcelain && ls -la src | head -20"});
-    let mut sql_text = String::from("SELECT o.id, o.total, c.name, c.email FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.created_at > '2026-01-01' AND o.status IN (");
+    let mut sql_text = String::from(
+        "SELECT o.id, o.total, c.name, c.email FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.created_at > '2026-01-01' AND o.status IN (",
+    );
     while sql_text.len() < 1000 {
         sql_text.push_str("'shipped', 'paid', 'refunded', ");
     }
     sql_text.push_str("'open') ORDER BY o.created_at DESC LIMIT 100");
     let sql = json!({"sql": sql_text});
-    let fetch = json!({"url": "https://api.github.com/repos/rust-lang/rust/issues?state=open&per_page=50"});
+    let fetch =
+        json!({"url": "https://api.github.com/repos/rust-lang/rust/issues?state=open&per_page=50"});
     let mut text = String::new();
     let mut n = 0;
     while text.len() < 10 * 1024 {
@@ -36,9 +43,25 @@ pub fn all() -> Vec<Workload> {
     }
     let result = json!({"content": [{"type": "text", "text": text}]});
     vec![
-        spread("shell_short", |s| Call::request(s, "bash", shell.clone()), json!({"tool": "bash", "args": shell})),
-        spread("sql_1kb", |s| Call::request(s, "execute_sql", sql.clone()), json!({"tool": "execute_sql", "args": sql})),
-        spread("url_fetch", |s| Call::request(s, "fetch", fetch.clone()), json!({"tool": "fetch", "args": fetch})),
-        spread("result_10kb", |s| Call::response(s, "fetch", fetch.clone(), result.clone()), json!({"tool": "fetch", "result": result})),
+        spread(
+            "shell_short",
+            |s| Call::request(s, "bash", shell.clone()),
+            json!({"tool": "bash", "args": shell}),
+        ),
+        spread(
+            "sql_1kb",
+            |s| Call::request(s, "execute_sql", sql.clone()),
+            json!({"tool": "execute_sql", "args": sql}),
+        ),
+        spread(
+            "url_fetch",
+            |s| Call::request(s, "fetch", fetch.clone()),
+            json!({"tool": "fetch", "args": fetch}),
+        ),
+        spread(
+            "result_10kb",
+            |s| Call::response(s, "fetch", fetch.clone(), result.clone()),
+            json!({"tool": "fetch", "result": result}),
+        ),
     ]
 }

@@ -21,7 +21,13 @@ pub struct BoundedMap<K, V> {
 impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
     /// A map holding at most `limit` entries (at least one).
     pub fn new(limit: usize) -> Self {
-        BoundedMap { entries: HashMap::new(), order: BTreeMap::new(), tick: 0, limit: limit.max(1), evicted: 0 }
+        BoundedMap {
+            entries: HashMap::new(),
+            order: BTreeMap::new(),
+            tick: 0,
+            limit: limit.max(1),
+            evicted: 0,
+        }
     }
 
     /// The entry for `key`, marking it recently used.
@@ -51,7 +57,10 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
                 self.evicted += 1;
             }
         }
-        let slot = self.entries.entry(key.clone()).or_insert_with(|| (make(), tick));
+        let slot = self
+            .entries
+            .entry(key.clone())
+            .or_insert_with(|| (make(), tick));
         self.order.remove(&slot.1);
         slot.1 = tick;
         self.order.insert(tick, key.clone());

@@ -12,7 +12,10 @@ pub struct Bucket {
 impl Bucket {
     /// A full bucket.
     pub fn full(capacity: u32, now_ms: u64) -> Bucket {
-        Bucket { milli_tokens: u64::from(capacity) * 1000, last_ms: now_ms }
+        Bucket {
+            milli_tokens: u64::from(capacity) * 1000,
+            last_ms: now_ms,
+        }
     }
 
     fn refill(&mut self, capacity: u32, period_ms: u64, now_ms: u64) {

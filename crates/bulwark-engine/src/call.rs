@@ -111,7 +111,10 @@ impl Call {
         Call {
             principal: Principal::default(),
             session: session.into(),
-            tool: ToolRef { name: tool.into(), ..ToolRef::default() },
+            tool: ToolRef {
+                name: tool.into(),
+                ..ToolRef::default()
+            },
             direction: Direction::Request,
             args,
             result: None,
@@ -122,8 +125,17 @@ impl Call {
     }
 
     /// A response carrying `result`.
-    pub fn response(session: impl Into<String>, tool: impl Into<String>, args: Value, result: Value) -> Call {
-        Call { direction: Direction::Response, result: Some(result), ..Call::request(session, tool, args) }
+    pub fn response(
+        session: impl Into<String>,
+        tool: impl Into<String>,
+        args: Value,
+        result: Value,
+    ) -> Call {
+        Call {
+            direction: Direction::Response,
+            result: Some(result),
+            ..Call::request(session, tool, args)
+        }
     }
 
     /// The JSON document the call's content stages and rules look at.

@@ -146,8 +146,18 @@ mod tests {
 
     #[test]
     fn escapes_like_serde_json() {
-        for s in ["plain", "quote \" and \\ back", "ctl \u{1}\u{1f}\n\t\r\u{8}\u{c}", "ünï😀", "</script>"] {
-            assert_eq!(to_string(&Value::String(s.into())), serde_json::to_string(s).unwrap(), "{s:?}");
+        for s in [
+            "plain",
+            "quote \" and \\ back",
+            "ctl \u{1}\u{1f}\n\t\r\u{8}\u{c}",
+            "ünï😀",
+            "</script>",
+        ] {
+            assert_eq!(
+                to_string(&Value::String(s.into())),
+                serde_json::to_string(s).unwrap(),
+                "{s:?}"
+            );
         }
     }
 
@@ -157,7 +167,13 @@ mod tests {
         let b: Value = serde_json::from_str(r#"{"b":[1,2,{"x":"y"}],"a":1}"#).unwrap();
         assert_eq!(fingerprint("t", &a), fingerprint("t", &b));
         assert_ne!(fingerprint("t", &a), fingerprint("u", &a));
-        assert_ne!(fingerprint("t", &json!({"a": 1})), fingerprint("t", &json!({"a": "1"})));
-        assert_ne!(fingerprint("t", &json!(["ab", "c"])), fingerprint("t", &json!(["a", "bc"])));
+        assert_ne!(
+            fingerprint("t", &json!({"a": 1})),
+            fingerprint("t", &json!({"a": "1"}))
+        );
+        assert_ne!(
+            fingerprint("t", &json!(["ab", "c"])),
+            fingerprint("t", &json!(["a", "bc"]))
+        );
     }
 }

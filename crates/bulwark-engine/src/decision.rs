@@ -26,7 +26,13 @@ pub struct Finding {
 impl Finding {
     /// A finding with no span.
     pub fn new(rule_id: impl Into<String>, category: impl Into<String>) -> Finding {
-        Finding { rule_id: rule_id.into(), category: category.into(), span: None, pointer: None, severity: None }
+        Finding {
+            rule_id: rule_id.into(),
+            category: category.into(),
+            span: None,
+            pointer: None,
+            severity: None,
+        }
     }
 }
 

@@ -43,7 +43,9 @@ pub mod verdict_cache;
 
 use std::sync::Arc;
 
-pub use bulwark_policy::{self as policy, CapSet, Capability, Policy, ReasonCode, Severity, Taint, TaintSet, Verdict};
+pub use bulwark_policy::{
+    self as policy, CapSet, Capability, Policy, ReasonCode, Severity, Taint, TaintSet, Verdict,
+};
 pub use call::{Call, Definition, Direction, Principal, ToolRef};
 pub use decision::{Decision, EscalationMode, Finding};
 pub use pipeline::{Observer, Outcome, Quiet};
@@ -63,7 +65,10 @@ pub struct Engine {
 impl Engine {
     /// An engine for `policy` with no content scanner (see [`NoScanner`]).
     pub fn new(policy: Policy) -> Engine {
-        Engine { policy: Arc::new(policy), scanner: Arc::new(NoScanner) }
+        Engine {
+            policy: Arc::new(policy),
+            scanner: Arc::new(NoScanner),
+        }
     }
 
     /// The same engine with `scanner` as its content stage.
@@ -79,11 +84,31 @@ impl Engine {
     /// Decides one call. `state` is updated (sessions, buckets, pins, …); `now` is the
     /// front's monotonic clock.
     pub fn evaluate(&self, call: &Call, state: &mut State, now: Now) -> Decision {
-        pipeline::run(&self.policy, self.scanner.as_ref(), call, state, now, &mut Quiet)
+        pipeline::run(
+            &self.policy,
+            self.scanner.as_ref(),
+            call,
+            state,
+            now,
+            &mut Quiet,
+        )
     }
 
     /// Decides one call, reporting each stage to `observer` (for `policy explain`).
-    pub fn evaluate_observed(&self, call: &Call, state: &mut State, now: Now, observer: &mut dyn Observer) -> Decision {
-        pipeline::run(&self.policy, self.scanner.as_ref(), call, state, now, observer)
+    pub fn evaluate_observed(
+        &self,
+        call: &Call,
+        state: &mut State,
+        now: Now,
+        observer: &mut dyn Observer,
+    ) -> Decision {
+        pipeline::run(
+            &self.policy,
+            self.scanner.as_ref(),
+            call,
+            state,
+            now,
+            observer,
+        )
     }
 }

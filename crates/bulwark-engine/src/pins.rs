@@ -26,7 +26,9 @@ pub struct Pins {
 impl Pins {
     /// A pin store for at most `limit` tools.
     pub fn new(limit: usize) -> Self {
-        Pins { map: BoundedMap::new(limit) }
+        Pins {
+            map: BoundedMap::new(limit),
+        }
     }
 
     fn key(server: Option<&str>, tool: &str) -> (String, String) {
@@ -41,7 +43,10 @@ impl Pins {
     /// Another server that already pinned a tool of this name.
     pub fn other_server(&self, server: Option<&str>, tool: &str) -> Option<String> {
         let (me, name) = Self::key(server, tool);
-        self.map.iter().find(|((s, t), _)| *t == name && *s != me).map(|((s, _), _)| s.clone())
+        self.map
+            .iter()
+            .find(|((s, t), _)| *t == name && *s != me)
+            .map(|((s, _), _)| s.clone())
     }
 
     /// Pins a definition (first use) or records a quarantine.
@@ -50,17 +55,44 @@ impl Pins {
     }
 
     /// Marks a tool withheld, pinning it if it was not.
-    pub fn quarantine(&mut self, server: Option<&str>, tool: &str, digest: String, code: ReasonCode, reason: String) {
+    pub fn quarantine(
+        &mut self,
+        server: Option<&str>,
+        tool: &str,
+        digest: String,
+        code: ReasonCode,
+        reason: String,
+    ) {
         let key = Self::key(server, tool);
         match self.map.get_mut(&key) {
             Some(pin) => pin.quarantined = Some((code, reason)),
-            None => self.map.insert(key, Pin { digest, input_schema: Value::Null, quarantined: Some((code, reason)) }),
+            None => self.map.insert(
+                key,
+                Pin {
+                    digest,
+                    input_schema: Value::Null,
+                    quarantined: Some((code, reason)),
+                },
+            ),
         }
     }
 
     /// Lifts a quarantine and re-pins to `digest` (an operator accepted the new definition).
-    pub fn accept(&mut self, server: Option<&str>, tool: &str, digest: String, input_schema: Value) {
-        self.map.insert(Self::key(server, tool), Pin { digest, input_schema, quarantined: None });
+    pub fn accept(
+        &mut self,
+        server: Option<&str>,
+        tool: &str,
+        digest: String,
+        input_schema: Value,
+    ) {
+        self.map.insert(
+            Self::key(server, tool),
+            Pin {
+                digest,
+                input_schema,
+                quarantined: None,
+            },
+        );
     }
 
     /// Number of pinned tools.

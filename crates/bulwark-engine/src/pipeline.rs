@@ -52,7 +52,14 @@ pub struct Outcome {
 
 impl Outcome {
     fn allow() -> Outcome {
-        Outcome { verdict: Verdict::Allow, code: None, rule_id: None, severity: None, reason: String::new(), safer: None }
+        Outcome {
+            verdict: Verdict::Allow,
+            code: None,
+            rule_id: None,
+            severity: None,
+            reason: String::new(),
+            safer: None,
+        }
     }
 
     fn stronger_than(&self, other: &Outcome) -> bool {
@@ -120,8 +127,23 @@ pub struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     /// Raises the decision to `verdict` if that is stronger than what stands.
-    pub fn raise(&mut self, verdict: Verdict, code: ReasonCode, rule_id: Option<String>, severity: Option<Severity>, reason: impl Into<String>, safer: Option<String>) {
-        let candidate = Outcome { verdict, code: Some(code), rule_id, severity, reason: reason.into(), safer };
+    pub fn raise(
+        &mut self,
+        verdict: Verdict,
+        code: ReasonCode,
+        rule_id: Option<String>,
+        severity: Option<Severity>,
+        reason: impl Into<String>,
+        safer: Option<String>,
+    ) {
+        let candidate = Outcome {
+            verdict,
+            code: Some(code),
+            rule_id,
+            severity,
+            reason: reason.into(),
+            safer,
+        };
         if verdict < Verdict::Approve && candidate.stronger_than(&self.below_approve) {
             self.below_approve = candidate.clone();
         }
@@ -168,7 +190,14 @@ impl Observer for Quiet {
     }
 }
 
-pub(crate) fn run(policy: &Policy, scanner: &dyn ContentScanner, call: &Call, state: &mut State, now: Now, observer: &mut dyn Observer) -> Decision {
+pub(crate) fn run(
+    policy: &Policy,
+    scanner: &dyn ContentScanner,
+    call: &Call,
+    state: &mut State,
+    now: Now,
+    observer: &mut dyn Observer,
+) -> Decision {
     let mut ctx = Ctx {
         call,
         policy,
@@ -222,7 +251,11 @@ fn finish(mut ctx: Ctx<'_>, env: &mut Env<'_>) -> Decision {
     stages::commit(&mut ctx, env, allowed);
     let taint = env.session.taint;
     let o = ctx.outcome;
-    let reason = if o.reason.is_empty() { "no rule or check stood in the way".to_string() } else { o.reason };
+    let reason = if o.reason.is_empty() {
+        "no rule or check stood in the way".to_string()
+    } else {
+        o.reason
+    };
     Decision {
         decision: o.verdict,
         reason_code: o.code,
@@ -237,12 +270,20 @@ fn finish(mut ctx: Ctx<'_>, env: &mut Env<'_>) -> Decision {
         policy_version: ctx.policy.version.clone(),
         eval_us: 0,
         destinations: ctx.destinations.into_iter().map(|d| d.text).collect(),
-        masked: if o.verdict == Verdict::Mask || (monitor.is_some() && ctx.masked.is_some()) { ctx.masked } else { None },
+        masked: if o.verdict == Verdict::Mask || (monitor.is_some() && ctx.masked.is_some()) {
+            ctx.masked
+        } else {
+            None
+        },
         monitor,
         retry_after_ms: ctx.retry_after_ms,
         pending: ctx.pending,
         escalate: ctx.escalation,
         approved: ctx.approved,
-        call_digest: if o.verdict == Verdict::Approve || ctx.approved { ctx.call_digest } else { None },
+        call_digest: if o.verdict == Verdict::Approve || ctx.approved {
+            ctx.call_digest
+        } else {
+            None
+        },
     }
 }

@@ -58,6 +58,9 @@ pub struct NoScanner;
 
 impl ContentScanner for NoScanner {
     fn scan(&self, _input: &ScanInput<'_>) -> ScanOutput {
-        ScanOutput { findings: Vec::new(), complete: true }
+        ScanOutput {
+            findings: Vec::new(),
+            complete: true,
+        }
     }
 }

@@ -31,7 +31,9 @@ fn type_name(v: &Value) -> &'static str {
 
 fn type_ok(want: &str, v: &Value) -> bool {
     let have = type_name(v);
-    have == want || (want == "number" && have == "integer") || (want == "integer" && v.as_f64().is_some_and(|f| f.fract() == 0.0))
+    have == want
+        || (want == "number" && have == "integer")
+        || (want == "integer" && v.as_f64().is_some_and(|f| f.fract() == 0.0))
 }
 
 fn check(schema: &Value, doc: &Value, at: &str, depth: usize) -> Result<(), String> {
@@ -51,7 +53,12 @@ fn check(schema: &Value, doc: &Value, at: &str, depth: usize) -> Result<(), Stri
             _ => true,
         };
         if !ok {
-            return Err(format!("{}: expected {}, got {}", display(at), t.as_str().map_or_else(|| t.to_string(), str::to_string), type_name(doc)));
+            return Err(format!(
+                "{}: expected {}, got {}",
+                display(at),
+                t.as_str().map_or_else(|| t.to_string(), str::to_string),
+                type_name(doc)
+            ));
         }
     }
     if let Some(e) = s.get("enum").and_then(Value::as_array) {
@@ -68,7 +75,13 @@ fn check(schema: &Value, doc: &Value, at: &str, depth: usize) -> Result<(), Stri
         Value::Object(o) => object(s, o, at, depth)?,
         Value::Array(a) => {
             let n = a.len() as u64;
-            if s.get("minItems").and_then(Value::as_u64).is_some_and(|m| n < m) || s.get("maxItems").and_then(Value::as_u64).is_some_and(|m| n > m) {
+            if s.get("minItems")
+                .and_then(Value::as_u64)
+                .is_some_and(|m| n < m)
+                || s.get("maxItems")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|m| n > m)
+            {
                 return Err(format!("{}: {} items is out of range", display(at), n));
             }
             if let Some(items) = s.get("items") {
@@ -79,7 +92,13 @@ fn check(schema: &Value, doc: &Value, at: &str, depth: usize) -> Result<(), Stri
         }
         Value::String(st) => {
             let n = st.chars().count() as u64;
-            if s.get("minLength").and_then(Value::as_u64).is_some_and(|m| n < m) || s.get("maxLength").and_then(Value::as_u64).is_some_and(|m| n > m) {
+            if s.get("minLength")
+                .and_then(Value::as_u64)
+                .is_some_and(|m| n < m)
+                || s.get("maxLength")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|m| n > m)
+            {
                 return Err(format!("{}: length {n} is out of range", display(at)));
             }
             if let Some(p) = s.get("pattern").and_then(Value::as_str) {
@@ -93,7 +112,13 @@ fn check(schema: &Value, doc: &Value, at: &str, depth: usize) -> Result<(), Stri
         }
         Value::Number(num) => {
             let f = num.as_f64().unwrap_or(0.0);
-            if s.get("minimum").and_then(Value::as_f64).is_some_and(|m| f < m) || s.get("maximum").and_then(Value::as_f64).is_some_and(|m| f > m) {
+            if s.get("minimum")
+                .and_then(Value::as_f64)
+                .is_some_and(|m| f < m)
+                || s.get("maximum")
+                    .and_then(Value::as_f64)
+                    .is_some_and(|m| f > m)
+            {
                 return Err(format!("{}: {f} is out of range", display(at)));
             }
         }
@@ -106,15 +131,27 @@ fn check(schema: &Value, doc: &Value, at: &str, depth: usize) -> Result<(), Stri
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(alts) = s.get(key).and_then(Value::as_array) {
-            if !alts.is_empty() && !alts.iter().any(|sub| check(sub, doc, at, depth + 1).is_ok()) {
-                return Err(format!("{}: matches none of the {key} alternatives", display(at)));
+            if !alts.is_empty()
+                && !alts
+                    .iter()
+                    .any(|sub| check(sub, doc, at, depth + 1).is_ok())
+            {
+                return Err(format!(
+                    "{}: matches none of the {key} alternatives",
+                    display(at)
+                ));
             }
         }
     }
     Ok(())
 }
 
-fn object(s: &Map<String, Value>, o: &Map<String, Value>, at: &str, depth: usize) -> Result<(), String> {
+fn object(
+    s: &Map<String, Value>,
+    o: &Map<String, Value>,
+    at: &str,
+    depth: usize,
+) -> Result<(), String> {
     if let Some(req) = s.get("required").and_then(Value::as_array) {
         for r in req.iter().filter_map(Value::as_str) {
             if !o.contains_key(r) {
@@ -127,8 +164,15 @@ fn object(s: &Map<String, Value>, o: &Map<String, Value>, at: &str, depth: usize
         let sub = props.and_then(|p| p.get(k));
         match (sub, s.get("additionalProperties")) {
             (Some(sub), _) => check(sub, v, &format!("{at}/{k}"), depth + 1)?,
-            (None, Some(Value::Bool(false))) => return Err(format!("{}: argument {k:?} is not in the tool's schema", display(at))),
-            (None, Some(extra @ Value::Object(_))) => check(extra, v, &format!("{at}/{k}"), depth + 1)?,
+            (None, Some(Value::Bool(false))) => {
+                return Err(format!(
+                    "{}: argument {k:?} is not in the tool's schema",
+                    display(at)
+                ));
+            }
+            (None, Some(extra @ Value::Object(_))) => {
+                check(extra, v, &format!("{at}/{k}"), depth + 1)?
+            }
             _ => {}
         }
     }
@@ -149,11 +193,29 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"path": {"type": "string", "maxLength": 10}, "n": {"type": "integer", "minimum": 0}}, "required": ["path"], "additionalProperties": false});
         assert!(validate(&schema, &json!({"path": "a"})).is_ok());
         assert!(validate(&schema, &json!({"path": "a", "n": 3})).is_ok());
-        assert!(validate(&schema, &json!({})).unwrap_err().contains("missing required"));
-        assert!(validate(&schema, &json!({"path": 1})).unwrap_err().contains("expected string"));
-        assert!(validate(&schema, &json!({"path": "a", "x": 1})).unwrap_err().contains("not in the tool's schema"));
+        assert!(
+            validate(&schema, &json!({}))
+                .unwrap_err()
+                .contains("missing required")
+        );
+        assert!(
+            validate(&schema, &json!({"path": 1}))
+                .unwrap_err()
+                .contains("expected string")
+        );
+        assert!(
+            validate(&schema, &json!({"path": "a", "x": 1}))
+                .unwrap_err()
+                .contains("not in the tool's schema")
+        );
         assert!(validate(&schema, &json!({"path": "aaaaaaaaaaaa"})).is_err());
         assert!(validate(&schema, &json!({"path": "a", "n": -1})).is_err());
-        assert!(validate(&json!({"anyOf": [{"type": "string"}, {"type": "null"}]}), &json!(null)).is_ok());
+        assert!(
+            validate(
+                &json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+                &json!(null)
+            )
+            .is_ok()
+        );
     }
 }

@@ -70,8 +70,16 @@ impl Session {
 
     /// Sequence progress shaped for `policy`, reset if the policy changed.
     pub fn sequences_for(&mut self, policy: &Policy) -> &mut Vec<SequenceProgress> {
-        if self.sequences_version != policy.version || self.sequences.len() != policy.sequences.len() {
-            self.sequences = policy.sequences.iter().map(|s| SequenceProgress { best: vec![None; s.steps.len()] }).collect();
+        if self.sequences_version != policy.version
+            || self.sequences.len() != policy.sequences.len()
+        {
+            self.sequences = policy
+                .sequences
+                .iter()
+                .map(|s| SequenceProgress {
+                    best: vec![None; s.steps.len()],
+                })
+                .collect();
             self.sequences_version = policy.version.clone();
         }
         &mut self.sequences
@@ -89,19 +97,29 @@ pub struct SessionTable {
 impl SessionTable {
     /// A table for at most `max` sessions, each dropped after `idle_ms` without activity.
     pub fn new(max: usize, idle_ms: u64) -> Self {
-        SessionTable { map: BoundedMap::new(max), idle_ms, expired: 0 }
+        SessionTable {
+            map: BoundedMap::new(max),
+            idle_ms,
+            expired: 0,
+        }
     }
 
     /// The session `id`, created fresh if absent or idle too long.
     pub fn get(&mut self, id: &str, now_ms: u64) -> &mut Session {
         let key = id.to_string();
         let idle = self.idle_ms;
-        let stale = self.map.peek(&key).is_some_and(|s| now_ms.saturating_sub(s.last_seen_ms) > idle);
+        let stale = self
+            .map
+            .peek(&key)
+            .is_some_and(|s| now_ms.saturating_sub(s.last_seen_ms) > idle);
         if stale {
             self.map.remove(&key);
             self.expired += 1;
         }
-        let s = self.map.get_or_insert_with(&key, || Session { last_seen_ms: now_ms, ..Session::default() });
+        let s = self.map.get_or_insert_with(&key, || Session {
+            last_seen_ms: now_ms,
+            ..Session::default()
+        });
         s.last_seen_ms = s.last_seen_ms.max(now_ms);
         s
     }
@@ -115,7 +133,8 @@ impl SessionTable {
     pub fn expire(&mut self, now_ms: u64) -> usize {
         let before = self.map.len();
         let idle = self.idle_ms;
-        self.map.retain(|_, s| now_ms.saturating_sub(s.last_seen_ms) <= idle);
+        self.map
+            .retain(|_, s| now_ms.saturating_sub(s.last_seen_ms) <= idle);
         let n = before - self.map.len();
         self.expired += n as u64;
         n

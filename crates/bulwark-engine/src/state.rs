@@ -65,7 +65,6 @@ impl State {
     }
 }
 
-
 /// One evaluation's view of the state: its session, looked up once, and the shared maps.
 pub(crate) struct Env<'s> {
     pub(crate) session: &'s mut crate::session::Session,

@@ -29,12 +29,20 @@ pub enum CacheError {
 impl VerdictCache {
     /// A cache for at most `limit` tools.
     pub fn new(limit: usize) -> Self {
-        VerdictCache { map: BoundedMap::new(limit) }
+        VerdictCache {
+            map: BoundedMap::new(limit),
+        }
     }
 
     /// Stores a fleet verdict for `ttl_minutes`, capped by verdict; a zero TTL removes any
     /// entry for the tool and stores nothing. Returns the effective TTL in milliseconds.
-    pub fn insert(&mut self, tool_hash: [u8; 32], verdict: Verdict, ttl_minutes: u64, now_ms: u64) -> Result<u64, CacheError> {
+    pub fn insert(
+        &mut self,
+        tool_hash: [u8; 32],
+        verdict: Verdict,
+        ttl_minutes: u64,
+        now_ms: u64,
+    ) -> Result<u64, CacheError> {
         let cap = match verdict {
             Verdict::Allow => MAX_ALLOW_MS,
             Verdict::Warn => MAX_WARN_MS,
@@ -46,7 +54,8 @@ impl VerdictCache {
             return Ok(0);
         }
         let ttl = ttl_minutes.saturating_mul(60_000).min(cap);
-        self.map.insert(tool_hash, (verdict, now_ms.saturating_add(ttl)));
+        self.map
+            .insert(tool_hash, (verdict, now_ms.saturating_add(ttl)));
         Ok(ttl)
     }
 
@@ -83,11 +92,17 @@ mod tests {
         assert_eq!(c.insert(H, Verdict::Allow, 24 * 60, 0), Ok(MAX_ALLOW_MS));
         assert_eq!(c.get(&H, MAX_ALLOW_MS - 1), Some(Verdict::Allow));
         assert_eq!(c.get(&H, MAX_ALLOW_MS), None);
-        assert_eq!(c.insert(H, Verdict::Block, 30 * 24 * 60, 0), Ok(MAX_BLOCK_MS));
+        assert_eq!(
+            c.insert(H, Verdict::Block, 30 * 24 * 60, 0),
+            Ok(MAX_BLOCK_MS)
+        );
         assert_eq!(c.get(&H, MAX_BLOCK_MS - 1), Some(Verdict::Block));
         assert_eq!(c.insert(H, Verdict::Warn, 10 * 60, 0), Ok(MAX_WARN_MS));
         assert_eq!(c.insert(H, Verdict::Warn, 5, 0), Ok(5 * 60_000));
-        assert_eq!(c.insert(H, Verdict::Approve, 5, 0), Err(CacheError::UnsupportedVerdict));
+        assert_eq!(
+            c.insert(H, Verdict::Approve, 5, 0),
+            Err(CacheError::UnsupportedVerdict)
+        );
     }
 
     #[test]

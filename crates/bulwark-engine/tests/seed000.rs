@@ -5,14 +5,22 @@
 mod common;
 
 use bulwark_engine::verdict_cache::{MAX_ALLOW_MS, MAX_BLOCK_MS, MAX_WARN_MS};
-use bulwark_engine::{CapSet, Call, ReasonCode, ToolRef, Verdict};
+use bulwark_engine::{Call, CapSet, ReasonCode, ToolRef, Verdict};
 use common::Harness;
 use serde_json::json;
 
 /// The seed's IPC example, as a `Call`.
 fn example() -> Call {
-    let mut c = Call::request("1", "call_api", json!({"content": "Authorization: Bearer sk-proj-abc123..."}));
-    c.tool = ToolRef { name: "call_api".into(), server: None, hash: Some("515c7731d6367104f1431af261488829f178f87e0930fb7ca77785ba3ef19129".into()) };
+    let mut c = Call::request(
+        "1",
+        "call_api",
+        json!({"content": "Authorization: Bearer sk-proj-abc123..."}),
+    );
+    c.tool = ToolRef {
+        name: "call_api".into(),
+        server: None,
+        hash: Some("515c7731d6367104f1431af261488829f178f87e0930fb7ca77785ba3ef19129".into()),
+    };
     c.declared_capabilities = CapSet::from_defenseclaw(8);
     c.destination = Some("1.1.1.1".into());
     c
@@ -20,7 +28,10 @@ fn example() -> Call {
 
 #[test]
 fn the_example_hash_is_sha256_of_the_name() {
-    assert_eq!(bulwark_engine::canonical::sha256_hex(b"call_api"), "515c7731d6367104f1431af261488829f178f87e0930fb7ca77785ba3ef19129");
+    assert_eq!(
+        bulwark_engine::canonical::sha256_hex(b"call_api"),
+        "515c7731d6367104f1431af261488829f178f87e0930fb7ca77785ba3ef19129"
+    );
 }
 
 #[test]
@@ -39,7 +50,10 @@ fn a_wrong_hash_is_hash_mismatch() {
     let mut c = example();
     c.tool.hash = Some("515c7731d6367104f1431af261488829f178f87e0930fb7ca77785ba3ef19128".into());
     let d = h.eval(&c);
-    assert_eq!((d.decision, d.reason_code), (Verdict::Block, Some(ReasonCode::HashMismatch)));
+    assert_eq!(
+        (d.decision, d.reason_code),
+        (Verdict::Block, Some(ReasonCode::HashMismatch))
+    );
     // Hash of a different tool.
     c.tool.name = "send_email".into();
     c.tool.hash = Some(bulwark_engine::canonical::sha256_hex(b"call_api"));
@@ -62,33 +76,60 @@ fn declared_capabilities_are_replaced_by_the_mapping() {
 fn unknown_tools_fail_closed_when_policy_says_block() {
     let mut h = Harness::yaml("version: 1\nunknown_tools: { action: block }\n");
     let d = h.req("s", "frobnicate", json!({}));
-    assert_eq!((d.decision, d.reason_code), (Verdict::Block, Some(ReasonCode::UnknownTool)));
+    assert_eq!(
+        (d.decision, d.reason_code),
+        (Verdict::Block, Some(ReasonCode::UnknownTool))
+    );
     // Catalogue names are known.
-    assert_ne!(h.req("s", "Bash", json!({"command": "ls"})).reason_code, Some(ReasonCode::UnknownTool));
+    assert_ne!(
+        h.req("s", "Bash", json!({"command": "ls"})).reason_code,
+        Some(ReasonCode::UnknownTool)
+    );
 }
 
 #[test]
 fn network_calls_need_a_destination() {
     let mut h = Harness::default_policy();
     let d = h.eval(&Call::request("s", "call_api", json!({})));
-    assert_eq!((d.decision, d.reason_code), (Verdict::Block, Some(ReasonCode::DestDeny)));
+    assert_eq!(
+        (d.decision, d.reason_code),
+        (Verdict::Block, Some(ReasonCode::DestDeny))
+    );
 }
 
 #[test]
 fn seed_ssrf_targets_are_blocked() {
     let mut h = Harness::default_policy();
-    for dest in ["10.0.0.1", "172.16.5.4", "192.168.1.1", "127.0.0.1", "169.254.169.254", "metadata.google.internal", "[fe80::1]", "0177.0.0.1", "0x7f.1", "2130706433", "127.1"] {
+    for dest in [
+        "10.0.0.1",
+        "172.16.5.4",
+        "192.168.1.1",
+        "127.0.0.1",
+        "169.254.169.254",
+        "metadata.google.internal",
+        "[fe80::1]",
+        "0177.0.0.1",
+        "0x7f.1",
+        "2130706433",
+        "127.1",
+    ] {
         let mut c = example();
         c.session = format!("ssrf-{dest}");
         c.destination = Some(dest.into());
         let d = h.eval(&c);
-        assert_eq!((d.decision, d.reason_code), (Verdict::Block, Some(ReasonCode::SsrfBlock)), "{dest}");
+        assert_eq!(
+            (d.decision, d.reason_code),
+            (Verdict::Block, Some(ReasonCode::SsrfBlock)),
+            "{dest}"
+        );
     }
 }
 
 #[test]
 fn hostnames_are_refused_when_policy_says_so_and_unlisted_is_dest_deny() {
-    let mut h = Harness::yaml("version: 1\ndestinations: { hostnames: false, allow: ['1.1.1.1', '203.0.113.0/24'] }\n");
+    let mut h = Harness::yaml(
+        "version: 1\ndestinations: { hostnames: false, allow: ['1.1.1.1', '203.0.113.0/24'] }\n",
+    );
     let mut c = example();
     c.destination = Some("example.com".into());
     assert_eq!(h.eval(&c).reason_code, Some(ReasonCode::DestDeny));
@@ -111,69 +152,185 @@ fn rate_defaults_are_60_calls_30_network_10_actuations_per_minute() {
     assert_eq!(d.reason_code, Some(ReasonCode::RateLimit));
     assert_eq!(d.retry_after_ms, Some(1000));
     h.advance(1000);
-    assert!(h.req("r", "read_file", json!({"path": "/tmp/y"})).is_allowed());
+    assert!(
+        h.req("r", "read_file", json!({"path": "/tmp/y"}))
+            .is_allowed()
+    );
 
     let mut h = Harness::default_policy();
     for i in 0..30 {
-        assert!(h.req("n", "call_api", json!({"url": format!("https://example.com/{i}")})).is_allowed(), "{i}");
+        assert!(
+            h.req(
+                "n",
+                "call_api",
+                json!({"url": format!("https://example.com/{i}")})
+            )
+            .is_allowed(),
+            "{i}"
+        );
     }
-    assert_eq!(h.req("n", "call_api", json!({"url": "https://example.com/x"})).reason_code, Some(ReasonCode::RateLimit));
+    assert_eq!(
+        h.req("n", "call_api", json!({"url": "https://example.com/x"}))
+            .reason_code,
+        Some(ReasonCode::RateLimit)
+    );
 
     let mut h = Harness::default_policy();
     for i in 0..10 {
-        assert!(h.req("a", "control_device", json!({"device": format!("lamp{i}")})).is_allowed(), "{i}");
+        assert!(
+            h.req("a", "control_device", json!({"device": format!("lamp{i}")}))
+                .is_allowed(),
+            "{i}"
+        );
     }
-    assert_eq!(h.req("a", "control_device", json!({"device": "lamp"})).reason_code, Some(ReasonCode::RateLimit));
+    assert_eq!(
+        h.req("a", "control_device", json!({"device": "lamp"}))
+            .reason_code,
+        Some(ReasonCode::RateLimit)
+    );
     // Other sessions have their own buckets.
-    assert!(h.req("b", "control_device", json!({"device": "lamp"})).is_allowed());
+    assert!(
+        h.req("b", "control_device", json!({"device": "lamp"}))
+            .is_allowed()
+    );
 }
 
 #[test]
 fn the_seed_sequence_blocks_shell_after_fetch_when_configured() {
-    let mut h = Harness::yaml("version: 1\nsequences:\n  - id: seq.fetch_then_shell\n    steps: [net.egress, exec.shell]\n");
+    let mut h = Harness::yaml(
+        "version: 1\nsequences:\n  - id: seq.fetch_then_shell\n    steps: [net.egress, exec.shell]\n",
+    );
     assert!(h.eval(&example()).is_allowed());
     let d = h.req("1", "bash", json!({"command": "ls"}));
-    assert_eq!((d.decision, d.reason_code, d.rule_id.as_deref()), (Verdict::Block, Some(ReasonCode::CapSequence), Some("seq.fetch_then_shell")));
+    assert_eq!(
+        (d.decision, d.reason_code, d.rule_id.as_deref()),
+        (
+            Verdict::Block,
+            Some(ReasonCode::CapSequence),
+            Some("seq.fetch_then_shell")
+        )
+    );
 }
 
 #[test]
 fn verdict_cache_ttl_caps() {
-    let mut h = Harness::yaml("version: 1\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true }\n");
+    let mut h = Harness::yaml(
+        "version: 1\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true }\n",
+    );
     let hash: [u8; 32] = {
         use sha2::Digest;
         sha2::Sha256::digest(b"lookup_stock").into()
     };
     // Miss without a fleet: sync_block blocks with CLOUD_TIMEOUT.
-    let d = h.req("s", "lookup_stock", json!({"url": "https://api.example.com/q"}));
+    let d = h.req(
+        "s",
+        "lookup_stock",
+        json!({"url": "https://api.example.com/q"}),
+    );
     assert_eq!(d.reason_code, Some(ReasonCode::CloudTimeout));
-    assert_eq!(h.state.verdicts.insert(hash, Verdict::Allow, 24 * 60, h.now), Ok(MAX_ALLOW_MS));
-    assert!(h.req("s2", "lookup_stock", json!({"url": "https://api.example.com/q"})).is_allowed());
+    assert_eq!(
+        h.state
+            .verdicts
+            .insert(hash, Verdict::Allow, 24 * 60, h.now),
+        Ok(MAX_ALLOW_MS)
+    );
+    assert!(
+        h.req(
+            "s2",
+            "lookup_stock",
+            json!({"url": "https://api.example.com/q"})
+        )
+        .is_allowed()
+    );
     h.advance(MAX_ALLOW_MS);
-    assert_eq!(h.req("s3", "lookup_stock", json!({"url": "https://api.example.com/q"})).reason_code, Some(ReasonCode::CloudTimeout));
-    assert_eq!(h.state.verdicts.insert(hash, Verdict::Block, 365 * 24 * 60, h.now), Ok(MAX_BLOCK_MS));
-    assert_eq!(h.req("s4", "lookup_stock", json!({"url": "https://api.example.com/q"})).reason_code, Some(ReasonCode::CloudBlock));
-    assert_eq!(h.state.verdicts.insert(hash, Verdict::Warn, 365 * 24 * 60, h.now), Ok(MAX_WARN_MS));
-    assert_eq!(h.req("s5", "lookup_stock", json!({"url": "https://api.example.com/q"})).decision, Verdict::Warn);
-    assert_eq!(h.state.verdicts.insert(hash, Verdict::Warn, 0, h.now), Ok(0));
-    assert_eq!(h.req("s6", "lookup_stock", json!({"url": "https://api.example.com/q"})).reason_code, Some(ReasonCode::CloudTimeout));
+    assert_eq!(
+        h.req(
+            "s3",
+            "lookup_stock",
+            json!({"url": "https://api.example.com/q"})
+        )
+        .reason_code,
+        Some(ReasonCode::CloudTimeout)
+    );
+    assert_eq!(
+        h.state
+            .verdicts
+            .insert(hash, Verdict::Block, 365 * 24 * 60, h.now),
+        Ok(MAX_BLOCK_MS)
+    );
+    assert_eq!(
+        h.req(
+            "s4",
+            "lookup_stock",
+            json!({"url": "https://api.example.com/q"})
+        )
+        .reason_code,
+        Some(ReasonCode::CloudBlock)
+    );
+    assert_eq!(
+        h.state
+            .verdicts
+            .insert(hash, Verdict::Warn, 365 * 24 * 60, h.now),
+        Ok(MAX_WARN_MS)
+    );
+    assert_eq!(
+        h.req(
+            "s5",
+            "lookup_stock",
+            json!({"url": "https://api.example.com/q"})
+        )
+        .decision,
+        Verdict::Warn
+    );
+    assert_eq!(
+        h.state.verdicts.insert(hash, Verdict::Warn, 0, h.now),
+        Ok(0)
+    );
+    assert_eq!(
+        h.req(
+            "s6",
+            "lookup_stock",
+            json!({"url": "https://api.example.com/q"})
+        )
+        .reason_code,
+        Some(ReasonCode::CloudTimeout)
+    );
 }
 
 #[test]
 fn speculative_escalation_allows_now_and_marks_pending() {
-    let mut h = Harness::yaml("version: 1\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true }\nfleet: { broker: 'mqtt://127.0.0.1:1883', mode: speculative }\n");
-    let d = h.req("s", "lookup_stock", json!({"url": "https://api.example.com/q"}));
+    let mut h = Harness::yaml(
+        "version: 1\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true }\nfleet: { broker: 'mqtt://127.0.0.1:1883', mode: speculative }\n",
+    );
+    let d = h.req(
+        "s",
+        "lookup_stock",
+        json!({"url": "https://api.example.com/q"}),
+    );
     assert!(d.is_allowed() && d.pending);
-    assert_eq!(d.escalate, Some(bulwark_engine::EscalationMode::Speculative));
+    assert_eq!(
+        d.escalate,
+        Some(bulwark_engine::EscalationMode::Speculative)
+    );
 }
 
 #[test]
 fn local_checks_run_before_the_cache() {
-    let mut h = Harness::yaml("version: 1\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true, url: /url }\n");
+    let mut h = Harness::yaml(
+        "version: 1\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true, url: /url }\n",
+    );
     let hash: [u8; 32] = {
         use sha2::Digest;
         sha2::Sha256::digest(b"lookup_stock").into()
     };
-    h.state.verdicts.insert(hash, Verdict::Allow, 60, 0).unwrap();
-    let d = h.req("s", "lookup_stock", json!({"url": "http://169.254.169.254/"}));
+    h.state
+        .verdicts
+        .insert(hash, Verdict::Allow, 60, 0)
+        .unwrap();
+    let d = h.req(
+        "s",
+        "lookup_stock",
+        json!({"url": "http://169.254.169.254/"}),
+    );
     assert_eq!(d.reason_code, Some(ReasonCode::SsrfBlock));
 }

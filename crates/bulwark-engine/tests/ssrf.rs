@@ -7,11 +7,17 @@ use bulwark_engine::ReasonCode;
 use common::Harness;
 use serde_json::{Value, json};
 
-const REDIRECT_ONLY: &[&str] = &["http://nicob.net/redir6a", "http://nicob.net/redir-http-169.254.169.254:80-"];
+const REDIRECT_ONLY: &[&str] = &[
+    "http://nicob.net/redir6a",
+    "http://nicob.net/redir-http-169.254.169.254:80-",
+];
 
 #[test]
 fn every_corpus_attack_is_blocked_through_fetch_and_through_shell() {
-    let rows: Vec<Value> = include_str!("../../bulwark-net/tests/data/ssrf_payloads.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows: Vec<Value> = include_str!("../../bulwark-net/tests/data/ssrf_payloads.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let mut h = Harness::default_policy();
     let mut n = 0;
     for (i, row) in rows.iter().enumerate() {
@@ -21,10 +27,24 @@ fn every_corpus_attack_is_blocked_through_fetch_and_through_shell() {
         }
         n += 1;
         let d = h.req(&format!("f{i}"), "fetch", json!({"url": url}));
-        assert_eq!(d.reason_code, Some(ReasonCode::SsrfBlock), "fetch {url}: {d:?}");
-        if !url.contains(['\'', '`', '\\', '$', '"', ' ', '<', '>', '|', ';', '&', '(', ')', '\n', '\t']) {
-            let d = h.req(&format!("b{i}"), "bash", json!({"command": format!("curl -s {url}")}));
-            assert_eq!(d.reason_code, Some(ReasonCode::SsrfBlock), "curl {url}: {d:?}");
+        assert_eq!(
+            d.reason_code,
+            Some(ReasonCode::SsrfBlock),
+            "fetch {url}: {d:?}"
+        );
+        if !url.contains([
+            '\'', '`', '\\', '$', '"', ' ', '<', '>', '|', ';', '&', '(', ')', '\n', '\t',
+        ]) {
+            let d = h.req(
+                &format!("b{i}"),
+                "bash",
+                json!({"command": format!("curl -s {url}")}),
+            );
+            assert_eq!(
+                d.reason_code,
+                Some(ReasonCode::SsrfBlock),
+                "curl {url}: {d:?}"
+            );
         }
     }
     assert!(n > 590);
@@ -34,13 +54,48 @@ fn every_corpus_attack_is_blocked_through_fetch_and_through_shell() {
 fn internal_addresses_in_every_spelling() {
     let mut h = Harness::default_policy();
     let spellings = [
-        "http://127.0.0.1/", "http://127.1/", "http://0x7f000001/", "http://2130706433/", "http://0177.0.0.1/", "http://0x7f.0.0.1/", "http://127.0.0.1./",
-        "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://[::ffff:7f00:1]/", "http://[0:0:0:0:0:ffff:7f00:1]/", "http://[::127.0.0.1]/", "http://[64:ff9b::7f00:1]/",
-        "http://[2002:7f00:1::]/", "http://localhost/", "http://LOCALHOST./", "http://foo.localhost/", "http://%31%32%37.0.0.1/", "http://１２７.０.０.１/",
-        "http://0/", "http://0.0.0.0/", "http://[::]/", "http://10.0.0.1/", "http://172.31.255.255/", "http://192.168.0.1/", "http://100.64.0.1/",
-        "http://169.254.169.254/", "http://[fd00:ec2::254]/", "http://metadata.google.internal/", "http://169.254.169.254.nip.io/", "http://user@127.0.0.1/",
-        "http://evil.com\\@127.0.0.1/", "http://127.0.0.1:80\\@evil.com/", "http://[fe80::1]/", "http://224.0.0.1/", "http://255.255.255.255/",
-        "gopher://example.com/", "file:///etc/passwd", "http://127.0.0.1\t/", "http:127.0.0.1", "http:/127.0.0.1", "http:\\\\127.0.0.1",
+        "http://127.0.0.1/",
+        "http://127.1/",
+        "http://0x7f000001/",
+        "http://2130706433/",
+        "http://0177.0.0.1/",
+        "http://0x7f.0.0.1/",
+        "http://127.0.0.1./",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:7f00:1]/",
+        "http://[0:0:0:0:0:ffff:7f00:1]/",
+        "http://[::127.0.0.1]/",
+        "http://[64:ff9b::7f00:1]/",
+        "http://[2002:7f00:1::]/",
+        "http://localhost/",
+        "http://LOCALHOST./",
+        "http://foo.localhost/",
+        "http://%31%32%37.0.0.1/",
+        "http://１２７.０.０.１/",
+        "http://0/",
+        "http://0.0.0.0/",
+        "http://[::]/",
+        "http://10.0.0.1/",
+        "http://172.31.255.255/",
+        "http://192.168.0.1/",
+        "http://100.64.0.1/",
+        "http://169.254.169.254/",
+        "http://[fd00:ec2::254]/",
+        "http://metadata.google.internal/",
+        "http://169.254.169.254.nip.io/",
+        "http://user@127.0.0.1/",
+        "http://evil.com\\@127.0.0.1/",
+        "http://127.0.0.1:80\\@evil.com/",
+        "http://[fe80::1]/",
+        "http://224.0.0.1/",
+        "http://255.255.255.255/",
+        "gopher://example.com/",
+        "file:///etc/passwd",
+        "http://127.0.0.1\t/",
+        "http:127.0.0.1",
+        "http:/127.0.0.1",
+        "http:\\\\127.0.0.1",
     ];
     for (i, url) in spellings.iter().enumerate() {
         let d = h.req(&format!("s{i}"), "fetch", json!({"url": url}));

@@ -41,15 +41,24 @@ impl HostPattern {
     /// assert!(!p.matches(&Host::Domain("evilexample.com".into())));
     /// ```
     pub fn parse(entry: &str) -> Result<Self, PatternError> {
-        let err = |reason| PatternError { entry: entry.to_string(), reason };
+        let err = |reason| PatternError {
+            entry: entry.to_string(),
+            reason,
+        };
         let e = entry.trim();
         if e.is_empty() {
             return Err(err("empty"));
         }
         if e.contains('/') {
-            return e.parse::<IpNet>().map(|n| HostPattern::Net(n.trunc())).map_err(|_| err("expected a CIDR block such as 10.0.0.0/8"));
+            return e
+                .parse::<IpNet>()
+                .map(|n| HostPattern::Net(n.trunc()))
+                .map_err(|_| err("expected a CIDR block such as 10.0.0.0/8"));
         }
-        let unbracketed = e.strip_prefix('[').and_then(|s| s.strip_suffix(']')).unwrap_or(e);
+        let unbracketed = e
+            .strip_prefix('[')
+            .and_then(|s| s.strip_suffix(']'))
+            .unwrap_or(e);
         if let Ok(ip) = unbracketed.parse::<IpAddr>() {
             return Ok(HostPattern::Ip(ip));
         }
@@ -57,7 +66,9 @@ impl HostPattern {
             if rest.contains('*') || rest.is_empty() {
                 return Err(err("only one leading `*.` is allowed"));
             }
-            return normalise_name(rest).map(HostPattern::Subdomains).ok_or_else(|| err("not a valid host name"));
+            return normalise_name(rest)
+                .map(HostPattern::Subdomains)
+                .ok_or_else(|| err("not a valid host name"));
         }
         if e.contains('*') {
             return Err(err("`*` is only allowed as a leading `*.` label"));
@@ -76,7 +87,9 @@ impl HostPattern {
             (HostPattern::Exact(name), Host::Domain(d)) => d.trim_end_matches('.') == name,
             (HostPattern::Subdomains(suffix), Host::Domain(d)) => {
                 let d = d.trim_end_matches('.');
-                d.len() > suffix.len() + 1 && d.ends_with(suffix.as_str()) && d.as_bytes()[d.len() - suffix.len() - 1] == b'.'
+                d.len() > suffix.len() + 1
+                    && d.ends_with(suffix.as_str())
+                    && d.as_bytes()[d.len() - suffix.len() - 1] == b'.'
             }
             (HostPattern::Ip(ip), Host::Ip(h)) => canonical(*ip) == canonical(*h),
             (HostPattern::Net(net), Host::Ip(h)) => net.contains(&canonical(*h)) || net.contains(h),
@@ -108,7 +121,10 @@ pub struct Allowlist {
 impl Allowlist {
     /// Builds an allowlist, refusing the first malformed entry.
     pub fn new<S: AsRef<str>>(entries: &[S]) -> Result<Self, PatternError> {
-        let patterns = entries.iter().map(|e| HostPattern::parse(e.as_ref())).collect::<Result<_, _>>()?;
+        let patterns = entries
+            .iter()
+            .map(|e| HostPattern::parse(e.as_ref()))
+            .collect::<Result<_, _>>()?;
         Ok(Allowlist { patterns })
     }
 
@@ -141,7 +157,15 @@ mod tests {
 
     #[test]
     fn matches_each_kind() {
-        let a = Allowlist::new(&["api.github.com", "*.example.com", "1.1.1.1", "10.0.0.0/8", "2001:db8::/32", "[::1]"]).unwrap();
+        let a = Allowlist::new(&[
+            "api.github.com",
+            "*.example.com",
+            "1.1.1.1",
+            "10.0.0.0/8",
+            "2001:db8::/32",
+            "[::1]",
+        ])
+        .unwrap();
         assert!(a.allows(&d("api.github.com")));
         assert!(a.allows(&d("api.github.com.")));
         assert!(!a.allows(&d("github.com")));
@@ -160,14 +184,29 @@ mod tests {
 
     #[test]
     fn refuses_bad_entries() {
-        for e in ["", "*", "a.*.com", "*.", "10.0.0.0/33", "foo/bar", "exa mple.com", "**.x.com"] {
+        for e in [
+            "",
+            "*",
+            "a.*.com",
+            "*.",
+            "10.0.0.0/33",
+            "foo/bar",
+            "exa mple.com",
+            "**.x.com",
+        ] {
             assert!(HostPattern::parse(e).is_err(), "{e}");
         }
     }
 
     #[test]
     fn address_spellings_normalise() {
-        assert_eq!(HostPattern::parse("0x7f.1").unwrap(), HostPattern::Ip("127.0.0.1".parse().unwrap()));
-        assert_eq!(HostPattern::parse("API.GitHub.com").unwrap(), HostPattern::Exact("api.github.com".into()));
+        assert_eq!(
+            HostPattern::parse("0x7f.1").unwrap(),
+            HostPattern::Ip("127.0.0.1".parse().unwrap())
+        );
+        assert_eq!(
+            HostPattern::parse("API.GitHub.com").unwrap(),
+            HostPattern::Exact("api.github.com".into())
+        );
     }
 }

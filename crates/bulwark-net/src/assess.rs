@@ -65,13 +65,25 @@ pub struct Assessment {
 pub fn assess(text: &str, schemes: &[&str], internal_ok: impl Fn(&Host) -> bool) -> Assessment {
     let destination = match parse(text) {
         Ok(d) => d,
-        Err(e) => return Assessment { destination: None, finding: Some(SsrfFinding::Unparsable(e)) },
+        Err(e) => {
+            return Assessment {
+                destination: None,
+                finding: Some(SsrfFinding::Unparsable(e)),
+            };
+        }
     };
     let finding = check(&destination, schemes, internal_ok);
-    Assessment { destination: Some(destination), finding }
+    Assessment {
+        destination: Some(destination),
+        finding,
+    }
 }
 
-fn check(d: &Destination, schemes: &[&str], internal_ok: impl Fn(&Host) -> bool) -> Option<SsrfFinding> {
+fn check(
+    d: &Destination,
+    schemes: &[&str],
+    internal_ok: impl Fn(&Host) -> bool,
+) -> Option<SsrfFinding> {
     if let Some(scheme) = &d.scheme {
         if !schemes.iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
             return Some(SsrfFinding::Scheme(scheme.clone()));
@@ -80,11 +92,16 @@ fn check(d: &Destination, schemes: &[&str], internal_ok: impl Fn(&Host) -> bool)
     for host in d.hosts() {
         let class = host.class();
         if class.is_internal() && !internal_ok(host) {
-            return Some(SsrfFinding::Internal { host: host.clone(), class });
+            return Some(SsrfFinding::Internal {
+                host: host.clone(),
+                class,
+            });
         }
     }
     if d.is_ambiguous() {
-        return Some(SsrfFinding::Ambiguous { hosts: d.hosts().cloned().collect() });
+        return Some(SsrfFinding::Ambiguous {
+            hosts: d.hosts().cloned().collect(),
+        });
     }
     None
 }

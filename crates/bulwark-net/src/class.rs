@@ -185,7 +185,12 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
         // NAT64 well-known prefix 64:ff9b::/96.
         [0x64, 0xff9b, 0, 0, 0, 0, ..] => Some(low),
         // 6to4 2002:AABB:CCDD::/48.
-        [0x2002, a, b, ..] => Some(Ipv4Addr::new((a >> 8) as u8, a as u8, (b >> 8) as u8, b as u8)),
+        [0x2002, a, b, ..] => Some(Ipv4Addr::new(
+            (a >> 8) as u8,
+            a as u8,
+            (b >> 8) as u8,
+            b as u8,
+        )),
         _ => None,
     }
 }
@@ -260,7 +265,9 @@ pub fn classify_domain(name: &str) -> HostClass {
     let last = name.rsplit('.').next().unwrap_or(name);
     let numeric = !last.is_empty()
         && (last.bytes().all(|b| b.is_ascii_digit())
-            || (last.len() > 2 && (last.starts_with("0x") || last.starts_with("0X")) && last[2..].bytes().all(|b| b.is_ascii_hexdigit())));
+            || (last.len() > 2
+                && (last.starts_with("0x") || last.starts_with("0X"))
+                && last[2..].bytes().all(|b| b.is_ascii_hexdigit())));
     if numeric {
         return HostClass::Reserved;
     }
@@ -276,7 +283,10 @@ pub fn classify_domain(name: &str) -> HostClass {
     if INTERNAL_SUFFIXES.iter().any(|s| name.ends_with(s)) {
         return HostClass::InternalName;
     }
-    if REBINDING_DOMAINS.iter().any(|d| name == *d || name.strip_suffix(d).is_some_and(|p| p.ends_with('.'))) {
+    if REBINDING_DOMAINS
+        .iter()
+        .any(|d| name == *d || name.strip_suffix(d).is_some_and(|p| p.ends_with('.')))
+    {
         return HostClass::RebindingName;
     }
     if let Some(ip) = ip_in_labels(name) {
@@ -293,7 +303,10 @@ fn ip_in_labels(name: &str) -> Option<IpAddr> {
     let labels: Vec<&str> = name.split('.').collect();
     if labels.len() > 4 {
         let dotted = labels[..4].join(".");
-        if labels[..4].iter().all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit())) {
+        if labels[..4]
+            .iter()
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        {
             if let Ok(ip) = dotted.parse::<Ipv4Addr>() {
                 return Some(IpAddr::V4(ip));
             }
@@ -304,7 +317,10 @@ fn ip_in_labels(name: &str) -> Option<IpAddr> {
         let parts: Vec<&str> = label.split('-').collect();
         if parts.len() >= 4 {
             let tail = &parts[parts.len() - 4..];
-            if tail.iter().all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit())) {
+            if tail
+                .iter()
+                .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+            {
                 if let Ok(ip) = tail.join(".").parse::<Ipv4Addr>() {
                     return Some(IpAddr::V4(ip));
                 }
@@ -316,7 +332,10 @@ fn ip_in_labels(name: &str) -> Option<IpAddr> {
                 return Some(IpAddr::V6(ip));
             }
         }
-        if label.len() == 8 && label.bytes().all(|b| b.is_ascii_hexdigit()) && label.bytes().any(|b| b.is_ascii_digit()) {
+        if label.len() == 8
+            && label.bytes().all(|b| b.is_ascii_hexdigit())
+            && label.bytes().any(|b| b.is_ascii_digit())
+        {
             if let Ok(n) = u32::from_str_radix(label, 16) {
                 return Some(IpAddr::V4(Ipv4Addr::from(n)));
             }

@@ -93,7 +93,35 @@ impl Destination {
 
 /// Schemes whose authority is a network host. Others (`file:`, `mailto:`, `data:`) name no
 /// host at all or are opaque to the URL standard.
-const HIERARCHICAL: &[&str] = &["http", "https", "ws", "wss", "ftp", "ftps", "gopher", "dict", "ldap", "ldaps", "tftp", "ssh", "sftp", "git", "smb", "redis", "mongodb", "postgres", "postgresql", "mysql", "telnet", "imap", "smtp", "jar", "netdoc", "rtsp", "s3"];
+const HIERARCHICAL: &[&str] = &[
+    "http",
+    "https",
+    "ws",
+    "wss",
+    "ftp",
+    "ftps",
+    "gopher",
+    "dict",
+    "ldap",
+    "ldaps",
+    "tftp",
+    "ssh",
+    "sftp",
+    "git",
+    "smb",
+    "redis",
+    "mongodb",
+    "postgres",
+    "postgresql",
+    "mysql",
+    "telnet",
+    "imap",
+    "smtp",
+    "jar",
+    "netdoc",
+    "rtsp",
+    "s3",
+];
 
 /// Parses a destination: a URL, `host`, `host:port`, `[v6]:port` or a bare address.
 ///
@@ -112,10 +140,18 @@ pub fn parse(input: &str) -> Result<Destination, ParseError> {
     if trimmed.is_empty() {
         return Err(ParseError::Empty);
     }
-    let invalid = |reason: &str| ParseError::Invalid { input: shorten(input), reason: reason.to_string() };
+    let invalid = |reason: &str| ParseError::Invalid {
+        input: shorten(input),
+        reason: reason.to_string(),
+    };
 
     if let Some(host) = bare_ipv6(trimmed) {
-        return Ok(Destination { scheme: None, host: Host::Ip(IpAddr::V6(host)), port: None, alternates: Vec::new() });
+        return Ok(Destination {
+            scheme: None,
+            host: Host::Ip(IpAddr::V6(host)),
+            port: None,
+            alternates: Vec::new(),
+        });
     }
 
     let (url_text, had_scheme) = match scheme_of(trimmed) {
@@ -150,7 +186,12 @@ pub fn parse(input: &str) -> Result<Destination, ParseError> {
         // classifier refuses numeric names, since some parsers wrap such parts mod 256.
         push(host_from_text(&text).unwrap_or(Host::Domain(text)));
     }
-    Ok(Destination { scheme: had_scheme.then_some(scheme), host, port, alternates })
+    Ok(Destination {
+        scheme: had_scheme.then_some(scheme),
+        host,
+        port,
+        alternates,
+    })
 }
 
 /// Domains that a lenient resolver would still read as an address (non-special schemes
@@ -178,7 +219,9 @@ fn scheme_of(s: &str) -> Option<&str> {
     let scheme = &s[..colon];
     let valid = !scheme.is_empty()
         && scheme.as_bytes()[0].is_ascii_alphabetic()
-        && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.');
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.');
     if !valid {
         return None;
     }
@@ -189,8 +232,25 @@ fn scheme_of(s: &str) -> Option<&str> {
     if special.contains(&lower.as_str()) && !rest.bytes().all(|b| b.is_ascii_digit()) {
         return Some(scheme);
     }
-    let opaque = ["file", "data", "mailto", "javascript", "jar", "netdoc", "urn", "about", "blob", "view-source", "vbscript"];
-    if rest.starts_with("//") || rest.starts_with("\\\\") || rest.starts_with("/\\") || rest.starts_with("\\/") || opaque.contains(&lower.as_str()) {
+    let opaque = [
+        "file",
+        "data",
+        "mailto",
+        "javascript",
+        "jar",
+        "netdoc",
+        "urn",
+        "about",
+        "blob",
+        "view-source",
+        "vbscript",
+    ];
+    if rest.starts_with("//")
+        || rest.starts_with("\\\\")
+        || rest.starts_with("/\\")
+        || rest.starts_with("\\/")
+        || opaque.contains(&lower.as_str())
+    {
         Some(scheme)
     } else {
         None
@@ -208,13 +268,25 @@ fn alternate_host_texts(url_text: &str) -> Vec<String> {
         let head = &after[..cut];
         out.extend(host_after_userinfo(authority(head, "/?#"), Userinfo::Last));
     }
-    let clean: String = after.chars().filter(|&c| c != '\t' && c != '\n' && c != '\r').collect();
+    let clean: String = after
+        .chars()
+        .filter(|&c| c != '\t' && c != '\n' && c != '\r')
+        .collect();
     // RFC 3986 / Python urlsplit / Go: authority ends at / ? #, backslash is ordinary.
-    out.extend(host_after_userinfo(authority(&clean, "/?#"), Userinfo::Last));
+    out.extend(host_after_userinfo(
+        authority(&clean, "/?#"),
+        Userinfo::Last,
+    ));
     // First-@ readers.
-    out.extend(host_after_userinfo(authority(&clean, "/?#\\"), Userinfo::First));
+    out.extend(host_after_userinfo(
+        authority(&clean, "/?#\\"),
+        Userinfo::First,
+    ));
     // Readers that ignore ? and # inside the authority.
-    out.extend(host_after_userinfo(authority(&clean, "/\\"), Userinfo::Last));
+    out.extend(host_after_userinfo(
+        authority(&clean, "/\\"),
+        Userinfo::Last,
+    ));
     out
 }
 
@@ -237,7 +309,9 @@ fn address_like_segments(url_text: &str) -> Vec<String> {
         };
         let address_like = text.starts_with('[')
             || (text.as_bytes().first().is_some_and(u8::is_ascii_digit)
-                && text.bytes().all(|b| b.is_ascii_hexdigit() || b == b'.' || b == b'x' || b == b'X'));
+                && text
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() || b == b'.' || b == b'x' || b == b'X'));
         if address_like && !out.contains(&text) {
             out.push(text);
         }
@@ -335,9 +409,18 @@ mod tests {
 
     #[test]
     fn names_are_lowercased_and_idna_mapped() {
-        assert_eq!(host("https://EXAMPLE.com/x"), Host::Domain("example.com".into()));
-        assert_eq!(host("https://bücher.de/"), Host::Domain("xn--bcher-kva.de".into()));
-        assert_eq!(host("api.github.com:443"), Host::Domain("api.github.com".into()));
+        assert_eq!(
+            host("https://EXAMPLE.com/x"),
+            Host::Domain("example.com".into())
+        );
+        assert_eq!(
+            host("https://bücher.de/"),
+            Host::Domain("xn--bcher-kva.de".into())
+        );
+        assert_eq!(
+            host("api.github.com:443"),
+            Host::Domain("api.github.com".into())
+        );
     }
 
     #[test]
@@ -374,16 +457,34 @@ mod tests {
 
     #[test]
     fn refuses_what_the_standard_refuses() {
-        for s in ["", "   ", "http://256.0.0.1/", "http://4294967296/", "http://[::1/", "http://127.0.0.1:99999/", "http://[fe80::1%25eth0]/", "http://"] {
+        for s in [
+            "",
+            "   ",
+            "http://256.0.0.1/",
+            "http://4294967296/",
+            "http://[::1/",
+            "http://127.0.0.1:99999/",
+            "http://[fe80::1%25eth0]/",
+            "http://",
+        ] {
             assert!(parse(s).is_err(), "{s}");
         }
-        assert_eq!(parse(&"a".repeat(MAX_DESTINATION_LEN + 1)), Err(ParseError::TooLong));
+        assert_eq!(
+            parse(&"a".repeat(MAX_DESTINATION_LEN + 1)),
+            Err(ParseError::TooLong)
+        );
     }
 
     #[test]
     fn schemes() {
-        assert_eq!(parse("file:///etc/passwd").unwrap().scheme.as_deref(), Some("file"));
-        assert_eq!(parse("gopher://127.0.0.1:70/_x").unwrap().scheme.as_deref(), Some("gopher"));
+        assert_eq!(
+            parse("file:///etc/passwd").unwrap().scheme.as_deref(),
+            Some("file")
+        );
+        assert_eq!(
+            parse("gopher://127.0.0.1:70/_x").unwrap().scheme.as_deref(),
+            Some("gopher")
+        );
         assert_eq!(parse("localhost:8080").unwrap().scheme, None);
         assert_eq!(parse("localhost:8080").unwrap().port, Some(8080));
     }

@@ -45,17 +45,18 @@ fn parse_part(part: &str) -> Option<u64> {
     if part.is_empty() {
         return None;
     }
-    let (digits, radix) = if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
-        // WHATWG reads a bare "0x" as zero.
-        if hex.is_empty() {
-            return Some(0);
-        }
-        (hex, 16)
-    } else if part.len() > 1 && part.starts_with('0') {
-        (&part[1..], 8)
-    } else {
-        (part, 10)
-    };
+    let (digits, radix) =
+        if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+            // WHATWG reads a bare "0x" as zero.
+            if hex.is_empty() {
+                return Some(0);
+            }
+            (hex, 16)
+        } else if part.len() > 1 && part.starts_with('0') {
+            (&part[1..], 8)
+        } else {
+            (part, 10)
+        };
     if !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }
@@ -96,14 +97,36 @@ mod tests {
 
     #[test]
     fn reads_metadata_in_octal_and_mixed_forms() {
-        for s in ["0251.0376.0251.0376", "0xa9.0xfe.0xa9.0xfe", "2852039166", "0xa9fea9fe", "0xa9.0376.43518", "0xa9.16689662"] {
-            assert_eq!(parse_lenient(s), Some(Ipv4Addr::new(169, 254, 169, 254)), "{s}");
+        for s in [
+            "0251.0376.0251.0376",
+            "0xa9.0xfe.0xa9.0xfe",
+            "2852039166",
+            "0xa9fea9fe",
+            "0xa9.0376.43518",
+            "0xa9.16689662",
+        ] {
+            assert_eq!(
+                parse_lenient(s),
+                Some(Ipv4Addr::new(169, 254, 169, 254)),
+                "{s}"
+            );
         }
     }
 
     #[test]
     fn refuses_what_is_not_an_address() {
-        for s in ["", ".", "256.0.0.1", "4294967296", "1.2.3.4.5", "08.0.0.1", "a.b.c.d", "1..1", "example.com", "1.2.3.0x100"] {
+        for s in [
+            "",
+            ".",
+            "256.0.0.1",
+            "4294967296",
+            "1.2.3.4.5",
+            "08.0.0.1",
+            "a.b.c.d",
+            "1..1",
+            "example.com",
+            "1.2.3.0x100",
+        ] {
             assert_eq!(parse_lenient(s), None, "{s}");
         }
     }

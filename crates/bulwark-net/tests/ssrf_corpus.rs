@@ -10,10 +10,16 @@ use serde_json::Value;
 
 /// Open-redirect services whose path does not reveal the target: no parser can see the
 /// internal address, so the connector must re-check every redirect hop instead.
-const REDIRECT_ONLY: &[&str] = &["http://nicob.net/redir6a", "http://nicob.net/redir-http-169.254.169.254:80-"];
+const REDIRECT_ONLY: &[&str] = &[
+    "http://nicob.net/redir6a",
+    "http://nicob.net/redir-http-169.254.169.254:80-",
+];
 
 fn rows() -> Vec<Value> {
-    include_str!("data/ssrf_payloads.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    include_str!("data/ssrf_payloads.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -32,7 +38,12 @@ fn every_attack_payload_is_refused() {
         }
     }
     assert!(total > 590, "corpus shrank: {total}");
-    assert!(missed.is_empty(), "{} of {total} attack payloads passed:\n{}", missed.len(), missed.join("\n"));
+    assert!(
+        missed.is_empty(),
+        "{} of {total} attack payloads passed:\n{}",
+        missed.len(),
+        missed.join("\n")
+    );
 }
 
 #[test]
@@ -44,7 +55,14 @@ fn whatwg_internal_hosts_agree_with_the_annotation() {
         }
         let url = row["url"].as_str().unwrap();
         let d = bulwark_net::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
-        assert!(d.host.class().is_internal() || d.scheme.as_deref().is_some_and(|s| !DEFAULT_SCHEMES.contains(&s)), "{url}: {:?}", d.host);
+        assert!(
+            d.host.class().is_internal()
+                || d.scheme
+                    .as_deref()
+                    .is_some_and(|s| !DEFAULT_SCHEMES.contains(&s)),
+            "{url}: {:?}",
+            d.host
+        );
     }
 }
 
@@ -59,14 +77,31 @@ fn context_urls_for_public_services_pass() {
         let a = assess(url, DEFAULT_SCHEMES, |_| false);
         assert!(a.finding.is_none(), "{url}: {:?}", a.finding);
     }
-    for url in ["http://192.0.0.192/latest/", "http://rancher-metadata/", "http://foo/containers/json", "http://${AWS_LAMBDA_RUNTIME_API}/2018-06-01/runtime/invocation/next"] {
-        assert!(assess(url, DEFAULT_SCHEMES, |_| false).finding.is_some(), "{url}");
+    for url in [
+        "http://192.0.0.192/latest/",
+        "http://rancher-metadata/",
+        "http://foo/containers/json",
+        "http://${AWS_LAMBDA_RUNTIME_API}/2018-06-01/runtime/invocation/next",
+    ] {
+        assert!(
+            assess(url, DEFAULT_SCHEMES, |_| false).finding.is_some(),
+            "{url}"
+        );
     }
 }
 
 #[test]
 fn look_alike_public_names_pass() {
-    for url in ["https://fcc.gov/", "https://fd.io/", "https://fe80.example.com/", "fc00.example.net", "https://ff02.org", "http://100.128.0.1/", "https://172.32.0.1/", "https://[2606:4700:4700::1111]/"] {
+    for url in [
+        "https://fcc.gov/",
+        "https://fd.io/",
+        "https://fe80.example.com/",
+        "fc00.example.net",
+        "https://ff02.org",
+        "http://100.128.0.1/",
+        "https://172.32.0.1/",
+        "https://[2606:4700:4700::1111]/",
+    ] {
         let a = assess(url, DEFAULT_SCHEMES, |_| false);
         assert!(a.finding.is_none(), "{url}: {:?}", a.finding);
     }

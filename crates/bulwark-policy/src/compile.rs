@@ -13,7 +13,9 @@ use crate::compiled::*;
 use crate::error::{Issues, PolicyError};
 use crate::glob::Glob;
 use crate::schema::{self, Mode, PolicyFile, UnknownAction};
-use crate::vocab::{Capability, ContentCategory, ReasonCode, RuleScope, Severity, Taint, TaintSet, Verdict};
+use crate::vocab::{
+    Capability, ContentCategory, ReasonCode, RuleScope, Severity, Taint, TaintSet, Verdict,
+};
 use crate::{PackFile, predicates};
 
 /// Regexes in policies are compiled with these limits so a hostile or careless pattern
@@ -28,13 +30,21 @@ pub(crate) struct LoadedPack {
     pub(crate) pack: PackFile,
 }
 
-pub(crate) fn compile(file: &str, text: &str, raw: PolicyFile, packs: Vec<LoadedPack>) -> Result<Policy, PolicyError> {
+pub(crate) fn compile(
+    file: &str,
+    text: &str,
+    raw: PolicyFile,
+    packs: Vec<LoadedPack>,
+) -> Result<Policy, PolicyError> {
     let mut issues = Issues::default();
     let mut pack_errors: Vec<PolicyError> = Vec::new();
 
     if let Some(v) = &raw.version {
         if v.value != 1 {
-            issues.at(v.referenced, format!("unsupported version {}: expected 1", v.value));
+            issues.at(
+                v.referenced,
+                format!("unsupported version {}: expected 1", v.value),
+            );
         }
     }
 
@@ -60,7 +70,13 @@ pub(crate) fn compile(file: &str, text: &str, raw: PolicyFile, packs: Vec<Loaded
         for r in &p.pack.rules {
             if let Some(rule) = rule(r, &p.name, &mut pi) {
                 if let Some(&i) = rule_index.get(&rule.id) {
-                    pi.at(r.id.referenced, format!("rule id {:?} is already defined by {}", rule.id, rules[i].origin));
+                    pi.at(
+                        r.id.referenced,
+                        format!(
+                            "rule id {:?} is already defined by {}",
+                            rule.id, rules[i].origin
+                        ),
+                    );
                     continue;
                 }
                 rule_index.insert(rule.id.clone(), rules.len());
@@ -93,7 +109,10 @@ pub(crate) fn compile(file: &str, text: &str, raw: PolicyFile, packs: Vec<Loaded
     let mut disabled = HashSet::new();
     for (id, ov) in &raw.overrides {
         let Some(&i) = rule_index.get(id) else {
-            issues.at(ov.referenced, format!("override for unknown rule {id:?}: no loaded pack or rule has this id"));
+            issues.at(
+                ov.referenced,
+                format!("override for unknown rule {id:?}: no loaded pack or rule has this id"),
+            );
             continue;
         };
         let ov = &ov.value;
@@ -114,13 +133,21 @@ pub(crate) fn compile(file: &str, text: &str, raw: PolicyFile, packs: Vec<Loaded
             r.action = Some(a);
         }
     }
-    let rules: Vec<Rule> = rules.into_iter().enumerate().filter(|(i, _)| !disabled.contains(i)).map(|(_, r)| r).collect();
+    let rules: Vec<Rule> = rules
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !disabled.contains(i))
+        .map(|(_, r)| r)
+        .collect();
 
     let mut seq_ids: HashSet<String> = sequences.iter().map(|s| s.id.clone()).collect();
     for s in &raw.sequences {
         if let Some(seq) = sequence(s, &mut issues) {
             if !seq_ids.insert(seq.id.clone()) {
-                issues.at(s.id.referenced, format!("duplicate sequence id {:?}", seq.id));
+                issues.at(
+                    s.id.referenced,
+                    format!("duplicate sequence id {:?}", seq.id),
+                );
                 continue;
             }
             sequences.push(seq);
@@ -133,7 +160,11 @@ pub(crate) fn compile(file: &str, text: &str, raw: PolicyFile, packs: Vec<Loaded
     let loop_guard = LoopPolicy {
         max_repeats: raw.loop_guard.max_repeats.unwrap_or(5),
         max_same_result: raw.loop_guard.max_same_result.unwrap_or(5),
-        window_ms: raw.loop_guard.window_secs.unwrap_or(60).saturating_mul(1000),
+        window_ms: raw
+            .loop_guard
+            .window_secs
+            .unwrap_or(60)
+            .saturating_mul(1000),
     };
     let content = content(&raw.content);
     let destinations = destinations(&raw.destinations, &mut issues);
@@ -155,16 +186,35 @@ pub(crate) fn compile(file: &str, text: &str, raw: PolicyFile, packs: Vec<Loaded
             }
             _ => {
                 let names: Vec<&str> = schema::ON_ERROR_CODES.iter().map(|c| c.as_str()).collect();
-                issues.at(verdict.referenced, format!("unknown on_error code {code:?}: expected one of {}", names.join(", ")));
+                issues.at(
+                    verdict.referenced,
+                    format!(
+                        "unknown on_error code {code:?}: expected one of {}",
+                        names.join(", ")
+                    ),
+                );
             }
         }
     }
 
     let approvals = ApprovalPolicy {
-        timeout_ms: raw.approvals.timeout_secs.unwrap_or(300).saturating_mul(1000),
-        tools: raw.approvals.tools.iter().filter_map(|g| glob(g, &mut issues)).collect(),
+        timeout_ms: raw
+            .approvals
+            .timeout_secs
+            .unwrap_or(300)
+            .saturating_mul(1000),
+        tools: raw
+            .approvals
+            .tools
+            .iter()
+            .filter_map(|g| glob(g, &mut issues))
+            .collect(),
         max_pending: raw.approvals.max_pending.unwrap_or(1000),
-        channels: if raw.approvals.channels.is_empty() { vec![schema::ApprovalChannel::Cli] } else { raw.approvals.channels.clone() },
+        channels: if raw.approvals.channels.is_empty() {
+            vec![schema::ApprovalChannel::Cli]
+        } else {
+            raw.approvals.channels.clone()
+        },
         webhook_url: raw.approvals.webhook_url.as_ref().map(|u| {
             if let Err(e) = bulwark_net::parse(&u.value) {
                 issues.at(u.referenced, format!("bad webhook_url: {e}"));
@@ -172,7 +222,10 @@ pub(crate) fn compile(file: &str, text: &str, raw: PolicyFile, packs: Vec<Loaded
             u.value.clone()
         }),
     };
-    let pinning = PinningPolicy { enabled: raw.pinning.enabled.unwrap_or(true), on_change: raw.pinning.on_change.unwrap_or(Verdict::Block) };
+    let pinning = PinningPolicy {
+        enabled: raw.pinning.enabled.unwrap_or(true),
+        on_change: raw.pinning.on_change.unwrap_or(Verdict::Block),
+    };
     let audit = AuditPolicy {
         enabled: raw.audit.enabled,
         path: raw.audit.path.clone(),
@@ -180,9 +233,16 @@ pub(crate) fn compile(file: &str, text: &str, raw: PolicyFile, packs: Vec<Loaded
         checkpoint_secs: raw.audit.checkpoint_secs.unwrap_or(60),
     };
     let fleet = raw.fleet.as_ref().map(|f| {
-        let scheme_ok = f.broker.value.starts_with("mqtt://") || f.broker.value.starts_with("mqtts://");
+        let scheme_ok =
+            f.broker.value.starts_with("mqtt://") || f.broker.value.starts_with("mqtts://");
         if !scheme_ok || bulwark_net::parse(&f.broker.value).is_err() {
-            issues.at(f.broker.referenced, format!("bad broker {:?}: expected mqtt://HOST:PORT or mqtts://HOST:PORT", f.broker.value));
+            issues.at(
+                f.broker.referenced,
+                format!(
+                    "bad broker {:?}: expected mqtt://HOST:PORT or mqtts://HOST:PORT",
+                    f.broker.value
+                ),
+            );
         }
         FleetPolicy {
             broker: f.broker.value.clone(),
@@ -199,7 +259,10 @@ pub(crate) fn compile(file: &str, text: &str, raw: PolicyFile, packs: Vec<Loaded
         lockdown: raw.lockdown,
         identities,
         tools,
-        unknown_tools: raw.unknown_tools.as_ref().map_or(UnknownAction::Analyse, |u| u.action),
+        unknown_tools: raw
+            .unknown_tools
+            .as_ref()
+            .map_or(UnknownAction::Analyse, |u| u.action),
         limits,
         rate,
         loop_guard,
@@ -239,7 +302,10 @@ fn pointer(p: &Spanned<String>, issues: &mut Issues) -> Option<String> {
     match check_pointer(&p.value) {
         Ok(()) => Some(p.value.clone()),
         Err(why) => {
-            issues.at(p.referenced, format!("bad JSON pointer {:?}: {why}", p.value));
+            issues.at(
+                p.referenced,
+                format!("bad JSON pointer {:?}: {why}", p.value),
+            );
             None
         }
     }
@@ -263,10 +329,21 @@ pub(crate) fn check_pointer(p: &str) -> Result<(), &'static str> {
 }
 
 fn regex(r: &Spanned<String>, issues: &mut Issues) -> Option<Regex> {
-    match RegexBuilder::new(&r.value).size_limit(REGEX_SIZE_LIMIT).dfa_size_limit(REGEX_SIZE_LIMIT).build() {
+    match RegexBuilder::new(&r.value)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+    {
         Ok(re) => Some(re),
         Err(e) => {
-            let msg = e.to_string().lines().last().unwrap_or_default().trim().trim_start_matches("error: ").to_string();
+            let msg = e
+                .to_string()
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .trim()
+                .trim_start_matches("error: ")
+                .to_string();
             issues.at(r.referenced, format!("bad regex {:?}: {msg}", r.value));
             None
         }
@@ -285,7 +362,9 @@ fn glob(g: &Spanned<String>, issues: &mut Issues) -> Option<Glob> {
 
 /// Capability names and every dotted prefix of one (`net`, `exec`, `db`, …).
 fn is_family(name: &str) -> bool {
-    Capability::ALL.iter().any(|c| c.is_within(name) && !name.is_empty())
+    Capability::ALL
+        .iter()
+        .any(|c| c.is_within(name) && !name.is_empty())
 }
 
 fn family(f: &Spanned<String>, issues: &mut Issues) -> Option<String> {
@@ -293,18 +372,32 @@ fn family(f: &Spanned<String>, issues: &mut Issues) -> Option<String> {
         Some(f.value.clone())
     } else {
         let names: Vec<&str> = Capability::ALL.iter().map(|c| c.as_str()).collect();
-        issues.at(f.referenced, format!("unknown capability {:?}: expected one of {} or a family such as net or exec", f.value, names.join(", ")));
+        issues.at(
+            f.referenced,
+            format!(
+                "unknown capability {:?}: expected one of {} or a family such as net or exec",
+                f.value,
+                names.join(", ")
+            ),
+        );
         None
     }
 }
 
 fn tool_spec(name: &str, e: &schema::ToolEntry, issues: &mut Issues) -> ToolSpec {
-    let p = |o: &Option<Spanned<String>>, issues: &mut Issues| o.as_ref().and_then(|s| pointer(s, issues));
+    let p = |o: &Option<Spanned<String>>, issues: &mut Issues| {
+        o.as_ref().and_then(|s| pointer(s, issues))
+    };
     ToolSpec {
         name: name.to_string(),
         capabilities: e.capabilities.iter().copied().collect(),
         taint: e.taint.iter().copied().collect(),
-        args: ArgPointers { command: p(&e.command, issues), sql: p(&e.sql, issues), url: p(&e.url, issues), path: p(&e.path, issues) },
+        args: ArgPointers {
+            command: p(&e.command, issues),
+            sql: p(&e.sql, issues),
+            url: p(&e.url, issues),
+            path: p(&e.path, issues),
+        },
         approval: e.approval,
         escalate: e.escalate,
         quarantine: e.quarantine,
@@ -314,19 +407,28 @@ fn tool_spec(name: &str, e: &schema::ToolEntry, issues: &mut Issues) -> ToolSpec
 
 fn rule(r: &schema::RuleEntry, origin: &str, issues: &mut Issues) -> Option<Rule> {
     let id = &r.id.value;
-    let id_ok = !id.is_empty() && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'));
+    let id_ok = !id.is_empty()
+        && id.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+        });
     if !id_ok {
         issues.at(r.id.referenced, format!("bad rule id {id:?}: expected lower-case letters, digits, '.', '_' or '-', like sql.drop_database"));
     }
     if r.reason.trim().is_empty() {
-        issues.at(r.id.referenced, format!("rule {id:?} needs a reason the agent can read"));
+        issues.at(
+            r.id.referenced,
+            format!("rule {id:?} needs a reason the agent can read"),
+        );
     }
     let before = issues.list.len();
     let condition = condition(&r.condition.value, r.condition.referenced, issues);
     if issues.list.len() > before || !id_ok {
         return None;
     }
-    let scopes = r.scope.as_ref().map_or_else(|| vec![RuleScope::ToolCall], |s| s.0.clone());
+    let scopes = r
+        .scope
+        .as_ref()
+        .map_or_else(|| vec![RuleScope::ToolCall], |s| s.0.clone());
     Some(Rule {
         id: id.clone(),
         severity: r.severity,
@@ -343,29 +445,49 @@ fn rule(r: &schema::RuleEntry, origin: &str, issues: &mut Issues) -> Option<Rule
 fn condition(m: &schema::MatchEntry, at: Location, issues: &mut Issues) -> Condition {
     let mut all = Vec::new();
     if let Some(tools) = &m.tools {
-        all.push(Condition::Tools(tools.iter().filter_map(|g| glob(g, issues)).collect()));
+        all.push(Condition::Tools(
+            tools.iter().filter_map(|g| glob(g, issues)).collect(),
+        ));
     }
     if let Some(caps) = &m.capabilities {
-        all.push(Condition::Capabilities(caps.iter().filter_map(|f| family(f, issues)).collect()));
+        all.push(Condition::Capabilities(
+            caps.iter().filter_map(|f| family(f, issues)).collect(),
+        ));
     }
     if let Some(taint) = &m.taint {
-        all.push(Condition::Taint(taint.iter().copied().collect::<TaintSet>()));
+        all.push(Condition::Taint(
+            taint.iter().copied().collect::<TaintSet>(),
+        ));
     }
     if let Some(preds) = &m.predicates {
         for p in preds {
             if predicates::is_known(&p.value) {
                 all.push(Condition::Predicate(p.value.clone()));
             } else {
-                issues.at(p.referenced, format!("unknown predicate {:?}: run `bulwark policy predicates` for the list", p.value));
+                issues.at(
+                    p.referenced,
+                    format!(
+                        "unknown predicate {:?}: run `bulwark policy predicates` for the list",
+                        p.value
+                    ),
+                );
             }
         }
     }
     if let Some(args) = &m.args {
         for a in args {
-            let Some(ptr) = pointer(&a.pointer, issues) else { continue };
-            let tests = [a.regex.is_some(), a.equals.is_some(), a.exists.is_some()].iter().filter(|b| **b).count();
+            let Some(ptr) = pointer(&a.pointer, issues) else {
+                continue;
+            };
+            let tests = [a.regex.is_some(), a.equals.is_some(), a.exists.is_some()]
+                .iter()
+                .filter(|b| **b)
+                .count();
             if tests != 1 {
-                issues.at(a.pointer.referenced, "an args condition needs exactly one of regex, equals or exists");
+                issues.at(
+                    a.pointer.referenced,
+                    "an args condition needs exactly one of regex, equals or exists",
+                );
                 continue;
             }
             let test = if let Some(r) = &a.regex {
@@ -390,18 +512,38 @@ fn condition(m: &schema::MatchEntry, at: Location, issues: &mut Issues) -> Condi
         if any.is_empty() {
             issues.at(at, "`any` needs at least one condition");
         }
-        all.push(Condition::Any(any.iter().map(|c| condition(&c.value, c.referenced, issues)).collect()));
+        all.push(Condition::Any(
+            any.iter()
+                .map(|c| condition(&c.value, c.referenced, issues))
+                .collect(),
+        ));
     }
     if let Some(not) = &m.not {
-        all.push(Condition::Not(Box::new(condition(&not.value, not.referenced, issues))));
+        all.push(Condition::Not(Box::new(condition(
+            &not.value,
+            not.referenced,
+            issues,
+        ))));
     }
-    let given = [m.tools.is_some(), m.capabilities.is_some(), m.taint.is_some(), m.predicates.is_some(), m.args.is_some(), m.text.is_some(), m.any.is_some(), m.not.is_some()];
+    let given = [
+        m.tools.is_some(),
+        m.capabilities.is_some(),
+        m.taint.is_some(),
+        m.predicates.is_some(),
+        m.args.is_some(),
+        m.text.is_some(),
+        m.any.is_some(),
+        m.not.is_some(),
+    ];
     if !given.contains(&true) {
         issues.at(at, "empty match: give at least one of tools, capabilities, args, text, predicates, taint, any, not");
     }
     // Cheap conditions first, regexes last.
     all.sort_by_key(|c| match c {
-        Condition::Tools(_) | Condition::Capabilities(_) | Condition::Taint(_) | Condition::Predicate(_) => 0,
+        Condition::Tools(_)
+        | Condition::Capabilities(_)
+        | Condition::Taint(_)
+        | Condition::Predicate(_) => 0,
         Condition::Arg { .. } => 1,
         Condition::Not(_) | Condition::Any(_) => 2,
         Condition::Text(_) | Condition::All(_) => 3,
@@ -411,11 +553,17 @@ fn condition(m: &schema::MatchEntry, at: Location, issues: &mut Issues) -> Condi
 
 fn sequence(s: &schema::SequenceEntry, issues: &mut Issues) -> Option<Sequence> {
     if s.steps.len() < 2 {
-        issues.at(s.id.referenced, format!("sequence {:?} needs at least two steps", s.id.value));
+        issues.at(
+            s.id.referenced,
+            format!("sequence {:?} needs at least two steps", s.id.value),
+        );
         return None;
     }
     if s.steps.len() > 16 {
-        issues.at(s.id.referenced, format!("sequence {:?} has more than 16 steps", s.id.value));
+        issues.at(
+            s.id.referenced,
+            format!("sequence {:?} has more than 16 steps", s.id.value),
+        );
         return None;
     }
     let before = issues.list.len();
@@ -430,7 +578,12 @@ fn sequence(s: &schema::SequenceEntry, issues: &mut Issues) -> Option<Sequence> 
         within_ms: s.within_secs.unwrap_or(600).saturating_mul(1000),
         severity: s.severity.unwrap_or(Severity::High),
         action,
-        reason: s.reason.clone().unwrap_or_else(|| format!("this call completes the capability sequence {}", steps.join(" → "))),
+        reason: s.reason.clone().unwrap_or_else(|| {
+            format!(
+                "this call completes the capability sequence {}",
+                steps.join(" → ")
+            )
+        }),
         safer_alternative: s.safer_alternative.clone(),
         steps,
     })
@@ -444,7 +597,11 @@ fn identities(i: &schema::Identities, issues: &mut Issues) -> IdentityPolicy {
             None => issues.at(t.sha256.referenced, "bad sha256: expected 64 hex digits (the SHA-256 of the token, never the token itself)"),
         }
     }
-    IdentityPolicy { bearer_tokens: tokens, header_signing_key_env: i.header_signing_key_env.clone(), require_verified: i.require_verified }
+    IdentityPolicy {
+        bearer_tokens: tokens,
+        header_signing_key_env: i.header_signing_key_env.clone(),
+        require_verified: i.require_verified,
+    }
 }
 
 pub(crate) fn decode_hex32(s: &str) -> Option<[u8; 32]> {
@@ -487,7 +644,10 @@ fn rate(r: &schema::Rate) -> RatePolicy {
     let seed = (Some(60), Some(30), Some(10));
     let none = (None, None, None);
     RatePolicy {
-        session: Some(buckets(r.session.as_ref().unwrap_or(&schema::Buckets::default()), seed)),
+        session: Some(buckets(
+            r.session.as_ref().unwrap_or(&schema::Buckets::default()),
+            seed,
+        )),
         principal: r.principal.as_ref().map(|b| buckets(b, none)),
         tool: r.tool.as_ref().map(|b| buckets(b, none)),
         global: r.global.as_ref().map(|b| buckets(b, none)),
@@ -522,9 +682,16 @@ fn content(c: &schema::Content) -> ContentPolicy {
     apply(&mut request_offline, &c.request_offline);
     let mut response = CategoryTable::new([Mask, Mask, Block, Block, Block, Warn, Warn, Allow]);
     apply(&mut response, &c.response);
-    let mut definition = CategoryTable::new([Warn, Allow, Block, Block, Block, Block, Block, Allow]);
+    let mut definition =
+        CategoryTable::new([Warn, Allow, Block, Block, Block, Block, Block, Allow]);
     apply(&mut definition, &c.definition);
-    ContentPolicy { request, request_offline, response, definition, max_scan_bytes: c.max_scan_bytes.unwrap_or(4 << 20) }
+    ContentPolicy {
+        request,
+        request_offline,
+        response,
+        definition,
+        max_scan_bytes: c.max_scan_bytes.unwrap_or(4 << 20),
+    }
 }
 
 fn allowlist(entries: &[Spanned<String>], issues: &mut Issues) -> Allowlist {
@@ -543,7 +710,18 @@ fn destinations(d: &schema::Destinations, issues: &mut Issues) -> DestinationPol
         allow: allowlist(&d.allow, issues),
         approved: allowlist(&d.approved, issues),
         internal_ok: allowlist(&d.internal_ok, issues),
-        schemes: d.schemes.clone().unwrap_or_else(|| bulwark_net::DEFAULT_SCHEMES.iter().map(|s| s.to_string()).collect()).into_iter().map(|s| s.to_ascii_lowercase()).collect(),
+        schemes: d
+            .schemes
+            .clone()
+            .unwrap_or_else(|| {
+                bulwark_net::DEFAULT_SCHEMES
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            })
+            .into_iter()
+            .map(|s| s.to_ascii_lowercase())
+            .collect(),
         hostnames: d.hostnames.unwrap_or(true),
         require: d.require.unwrap_or(true),
     }
@@ -582,7 +760,12 @@ pub(crate) fn path_glob(source: &str) -> Result<PathGlob, String> {
         i += 1;
     }
     re.push('$');
-    Regex::new(&re).map(|regex| PathGlob { source: source.to_string(), regex }).map_err(|e| e.to_string())
+    Regex::new(&re)
+        .map(|regex| PathGlob {
+            source: source.to_string(),
+            regex,
+        })
+        .map_err(|e| e.to_string())
 }
 
 /// Paths whose reading means a session holds private data (defaults; the policy may add).
@@ -624,32 +807,52 @@ pub const DEFAULT_SENSITIVE_PATHS: &[&str] = &[
 fn taint(t: &schema::TaintSection, issues: &mut Issues) -> TaintPolicy {
     use crate::vocab::Capability as C;
     let mut sources: Vec<(String, TaintSet)> = vec![
-        ("net".to_string(), [Taint::UntrustedInput].into_iter().collect()),
-        ("db.read".to_string(), [Taint::PrivateData].into_iter().collect()),
+        (
+            "net".to_string(),
+            [Taint::UntrustedInput].into_iter().collect(),
+        ),
+        (
+            "db.read".to_string(),
+            [Taint::PrivateData].into_iter().collect(),
+        ),
     ];
     for (fam, labels) in &t.sources {
         if !is_family(fam) {
-            issues.at(labels.referenced, format!("unknown capability {fam:?} in taint.sources"));
+            issues.at(
+                labels.referenced,
+                format!("unknown capability {fam:?} in taint.sources"),
+            );
             continue;
         }
         let set: TaintSet = labels.value.iter().copied().collect();
         sources.retain(|(f, _)| f != fam);
         sources.push((fam.clone(), set));
     }
-    let mut sensitive_paths: Vec<PathGlob> = DEFAULT_SENSITIVE_PATHS.iter().filter_map(|p| path_glob(p).ok()).collect();
+    let mut sensitive_paths: Vec<PathGlob> = DEFAULT_SENSITIVE_PATHS
+        .iter()
+        .filter_map(|p| path_glob(p).ok())
+        .collect();
     for p in &t.sensitive_paths {
         match path_glob(&p.value) {
             Ok(g) => sensitive_paths.push(g),
             Err(e) => issues.at(p.referenced, format!("bad path pattern {:?}: {e}", p.value)),
         }
     }
-    let caps = |v: &Option<Vec<C>>, default: &[C]| -> crate::vocab::CapSet { v.as_ref().map_or_else(|| default.iter().copied().collect(), |v| v.iter().copied().collect()) };
+    let caps = |v: &Option<Vec<C>>, default: &[C]| -> crate::vocab::CapSet {
+        v.as_ref().map_or_else(
+            || default.iter().copied().collect(),
+            |v| v.iter().copied().collect(),
+        )
+    };
     TaintPolicy {
         sources,
         sensitive_paths,
         private_data: caps(&t.matrix.private_data, &[C::NetEgress]),
         untrusted_input: caps(&t.matrix.untrusted_input, &[C::ExecIrreversible]),
-        both: caps(&t.matrix.both, &[C::NetEgress, C::ExecArbitrary, C::ExecIrreversible]),
+        both: caps(
+            &t.matrix.both,
+            &[C::NetEgress, C::ExecArbitrary, C::ExecIrreversible],
+        ),
     }
 }
 
@@ -663,7 +866,12 @@ fn scoring(s: &schema::Scoring) -> ScoringPolicy {
         burst_count: s.burst.count.unwrap_or(3),
         burst_window_ms: s.burst.window_secs.unwrap_or(300).saturating_mul(1000),
         burst_min_severity: s.burst.min_severity.unwrap_or(Severity::Medium),
-        actions: [a.low.unwrap_or(Allow), a.medium.unwrap_or(Warn), a.high.unwrap_or(Approve), a.critical.unwrap_or(Block)],
+        actions: [
+            a.low.unwrap_or(Allow),
+            a.medium.unwrap_or(Warn),
+            a.high.unwrap_or(Approve),
+            a.critical.unwrap_or(Block),
+        ],
     }
 }
 

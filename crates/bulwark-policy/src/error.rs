@@ -28,7 +28,11 @@ impl fmt::Display for PolicyError {
             if i > 0 {
                 writeln!(f)?;
             }
-            write!(f, "{}:{}:{}: {}", self.file, issue.line, issue.column, issue.message)?;
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, issue.line, issue.column, issue.message
+            )?;
         }
         Ok(())
     }
@@ -42,7 +46,11 @@ pub(crate) struct Issues {
 
 impl Issues {
     pub(crate) fn at(&mut self, loc: serde_saphyr::Location, message: impl Into<String>) {
-        self.list.push(Issue { line: loc.line(), column: loc.column(), message: message.into() });
+        self.list.push(Issue {
+            line: loc.line(),
+            column: loc.column(),
+            message: message.into(),
+        });
     }
 
     pub(crate) fn into_result<T>(mut self, file: &str, value: T) -> Result<T, PolicyError> {
@@ -50,7 +58,10 @@ impl Issues {
             Ok(value)
         } else {
             self.list.sort_by_key(|i| (i.line, i.column));
-            Err(PolicyError { file: file.to_string(), issues: self.list })
+            Err(PolicyError {
+                file: file.to_string(),
+                issues: self.list,
+            })
         }
     }
 }

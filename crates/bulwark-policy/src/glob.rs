@@ -37,11 +37,23 @@ impl Glob {
         if pattern.is_empty() {
             return Err(GlobError::Empty);
         }
-        if let Some(c) = pattern.chars().find(|c| matches!(c, '[' | ']' | '{' | '}' | '\\')) {
+        if let Some(c) = pattern
+            .chars()
+            .find(|c| matches!(c, '[' | ']' | '{' | '}' | '\\'))
+        {
             return Err(GlobError::Unsupported(c));
         }
-        let segments = pattern.split('*').filter(|s| !s.is_empty()).map(|s| s.chars().flat_map(char::to_lowercase).collect()).collect();
-        Ok(Glob { source: pattern.to_string(), segments, anchored_start: !pattern.starts_with('*'), anchored_end: !pattern.ends_with('*') })
+        let segments = pattern
+            .split('*')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.chars().flat_map(char::to_lowercase).collect())
+            .collect();
+        Ok(Glob {
+            source: pattern.to_string(),
+            segments,
+            anchored_start: !pattern.starts_with('*'),
+            anchored_end: !pattern.ends_with('*'),
+        })
     }
 
     /// The pattern as written.
@@ -92,7 +104,11 @@ impl Glob {
 }
 
 fn seg_at(seg: &[char], text: &[char], at: usize) -> bool {
-    at + seg.len() <= text.len() && seg.iter().zip(&text[at..]).all(|(p, t)| *p == '?' || p == t)
+    at + seg.len() <= text.len()
+        && seg
+            .iter()
+            .zip(&text[at..])
+            .all(|(p, t)| *p == '?' || p == t)
 }
 
 #[cfg(test)]

@@ -42,7 +42,9 @@ pub use error::{Issue, PolicyError};
 pub use glob::{Glob, GlobError};
 pub use schema::{ApprovalChannel, FleetMode, Mode, UnknownAction};
 pub use summary::Summary;
-pub use vocab::{CapSet, Capability, ContentCategory, ReasonCode, RuleScope, Severity, Taint, TaintSet, Verdict};
+pub use vocab::{
+    CapSet, Capability, ContentCategory, ReasonCode, RuleScope, Severity, Taint, TaintSet, Verdict,
+};
 
 /// The default policy: used when no file is given, and what `bulwark init` writes.
 pub const DEFAULT_POLICY: &str = include_str!("../../../packs/default.yaml");
@@ -84,11 +86,25 @@ fn options() -> serde_saphyr::Options {
 
 fn parse<'a, T: Deserialize<'a>>(file: &str, text: &'a str) -> Result<T, PolicyError> {
     if text.len() > MAX_POLICY_BYTES {
-        return Err(PolicyError { file: file.into(), issues: vec![Issue { line: 0, column: 0, message: format!("file is larger than {MAX_POLICY_BYTES} bytes") }] });
+        return Err(PolicyError {
+            file: file.into(),
+            issues: vec![Issue {
+                line: 0,
+                column: 0,
+                message: format!("file is larger than {MAX_POLICY_BYTES} bytes"),
+            }],
+        });
     }
     serde_saphyr::from_str_with_options(text, options()).map_err(|e| {
         let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-        PolicyError { file: file.into(), issues: vec![Issue { line, column, message: clean_message(&e.to_string()) }] }
+        PolicyError {
+            file: file.into(),
+            issues: vec![Issue {
+                line,
+                column,
+                message: clean_message(&e.to_string()),
+            }],
+        }
     })
 }
 
@@ -99,7 +115,9 @@ fn clean_message(m: &str) -> String {
     let m = cut.trim_start_matches("error: ");
     let m = m.split(", set DuplicateKeyPolicy").next().unwrap_or(m);
     match m {
-        "invalid u64" | "invalid u32" | "invalid usize" | "invalid u16" | "invalid u8" => "expected a whole number (0 or more)".to_string(),
+        "invalid u64" | "invalid u32" | "invalid usize" | "invalid u16" | "invalid u8" => {
+            "expected a whole number (0 or more)".to_string()
+        }
         _ => m.to_string(),
     }
 }
@@ -110,36 +128,62 @@ enum PackSource<'a> {
     Dir(&'a Path),
 }
 
-fn load_packs(file: &str, raw: &schema::PolicyFile, source: PackSource<'_>) -> Result<Vec<compile::LoadedPack>, PolicyError> {
+fn load_packs(
+    file: &str,
+    raw: &schema::PolicyFile,
+    source: PackSource<'_>,
+) -> Result<Vec<compile::LoadedPack>, PolicyError> {
     let default = vec!["core".to_string()];
     let names: Vec<(String, Option<serde_saphyr::Location>)> = match &raw.packs {
-        Some(list) => list.iter().map(|s| (s.value.clone(), Some(s.referenced))).collect(),
+        Some(list) => list
+            .iter()
+            .map(|s| (s.value.clone(), Some(s.referenced)))
+            .collect(),
         None => default.into_iter().map(|n| (n, None)).collect(),
     };
     let mut out = Vec::new();
     for (name, loc) in names {
         let fail = |message: String| {
             let (line, column) = loc.map_or((0, 0), |l| (l.line(), l.column()));
-            PolicyError { file: file.into(), issues: vec![Issue { line, column, message }] }
+            PolicyError {
+                file: file.into(),
+                issues: vec![Issue {
+                    line,
+                    column,
+                    message,
+                }],
+            }
         };
         if out.iter().any(|p: &compile::LoadedPack| p.name == name) {
             return Err(fail(format!("pack {name:?} is listed twice")));
         }
-        let (pack_file, text) = if let Some((_, text)) = BUILTIN_PACKS.iter().find(|(n, _)| *n == name) {
-            (format!("<builtin pack {name}>"), (*text).to_string())
-        } else if name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/') {
-            let PackSource::Dir(dir) = source else {
-                return Err(fail(format!("pack {name:?}: pack files can only be loaded from a policy file on disk")));
+        let (pack_file, text) =
+            if let Some((_, text)) = BUILTIN_PACKS.iter().find(|(n, _)| *n == name) {
+                (format!("<builtin pack {name}>"), (*text).to_string())
+            } else if name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/') {
+                let PackSource::Dir(dir) = source else {
+                    return Err(fail(format!(
+                        "pack {name:?}: pack files can only be loaded from a policy file on disk"
+                    )));
+                };
+                let path = dir.join(&name);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| fail(format!("cannot read pack {}: {e}", path.display())))?;
+                (path.display().to_string(), text)
+            } else {
+                let names: Vec<&str> = BUILTIN_PACKS.iter().map(|(n, _)| *n).collect();
+                return Err(fail(format!(
+                    "unknown pack {name:?}: expected one of {} or a path ending in .yaml",
+                    names.join(", ")
+                )));
             };
-            let path = dir.join(&name);
-            let text = std::fs::read_to_string(&path).map_err(|e| fail(format!("cannot read pack {}: {e}", path.display())))?;
-            (path.display().to_string(), text)
-        } else {
-            let names: Vec<&str> = BUILTIN_PACKS.iter().map(|(n, _)| *n).collect();
-            return Err(fail(format!("unknown pack {name:?}: expected one of {} or a path ending in .yaml", names.join(", "))));
-        };
         let pack: PackFile = parse(&pack_file, &text)?;
-        out.push(compile::LoadedPack { name, file: pack_file, text_digest: Sha256::digest(text.as_bytes()).into(), pack });
+        out.push(compile::LoadedPack {
+            name,
+            file: pack_file,
+            text_digest: Sha256::digest(text.as_bytes()).into(),
+            pack,
+        });
     }
     Ok(out)
 }
@@ -155,11 +199,32 @@ pub fn load_str(file: &str, text: &str) -> Result<Policy, PolicyError> {
 /// file's directory.
 pub fn load_file(path: &Path) -> Result<Policy, PolicyError> {
     let file = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| PolicyError { file: file.clone(), issues: vec![Issue { line: 0, column: 0, message: format!("cannot read: {e}") }] })?;
+    let meta = std::fs::metadata(path).map_err(|e| PolicyError {
+        file: file.clone(),
+        issues: vec![Issue {
+            line: 0,
+            column: 0,
+            message: format!("cannot read: {e}"),
+        }],
+    })?;
     if meta.len() > MAX_POLICY_BYTES as u64 {
-        return Err(PolicyError { file, issues: vec![Issue { line: 0, column: 0, message: format!("file is larger than {MAX_POLICY_BYTES} bytes") }] });
+        return Err(PolicyError {
+            file,
+            issues: vec![Issue {
+                line: 0,
+                column: 0,
+                message: format!("file is larger than {MAX_POLICY_BYTES} bytes"),
+            }],
+        });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| PolicyError { file: file.clone(), issues: vec![Issue { line: 0, column: 0, message: format!("cannot read: {e}") }] })?;
+    let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+        file: file.clone(),
+        issues: vec![Issue {
+            line: 0,
+            column: 0,
+            message: format!("cannot read: {e}"),
+        }],
+    })?;
     let raw: schema::PolicyFile = parse(&file, &text)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let packs = load_packs(&file, &raw, PackSource::Dir(dir))?;

@@ -379,9 +379,13 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
                 f.write_str("a value or a list of values")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                T::deserialize(serde::de::value::StrDeserializer::<E>::new(v)).map(|t| OneOrMany(vec![t]))
+                T::deserialize(serde::de::value::StrDeserializer::<E>::new(v))
+                    .map(|t| OneOrMany(vec![t]))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
                 let mut out = Vec::new();
                 while let Some(t) = seq.next_element()? {
                     out.push(t);
@@ -581,4 +585,8 @@ pub enum FleetMode {
 }
 
 /// Codes whose action `on_error` may set.
-pub const ON_ERROR_CODES: &[ReasonCode] = &[ReasonCode::InvalidInput, ReasonCode::AnalysisUnavailable, ReasonCode::SchemaInvalid];
+pub const ON_ERROR_CODES: &[ReasonCode] = &[
+    ReasonCode::InvalidInput,
+    ReasonCode::AnalysisUnavailable,
+    ReasonCode::SchemaInvalid,
+];

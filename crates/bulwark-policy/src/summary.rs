@@ -13,8 +13,25 @@ impl fmt::Display for Summary<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = self.0;
         writeln!(f, "policy {} ({})", p.name, p.version)?;
-        writeln!(f, "  mode: {}{}", if p.mode == Mode::Enforce { "enforce" } else { "monitor" }, if p.lockdown { ", LOCKDOWN ON" } else { "" })?;
-        writeln!(f, "  packs: {}", if p.packs.is_empty() { "none".to_string() } else { p.packs.join(", ") })?;
+        writeln!(
+            f,
+            "  mode: {}{}",
+            if p.mode == Mode::Enforce {
+                "enforce"
+            } else {
+                "monitor"
+            },
+            if p.lockdown { ", LOCKDOWN ON" } else { "" }
+        )?;
+        writeln!(
+            f,
+            "  packs: {}",
+            if p.packs.is_empty() {
+                "none".to_string()
+            } else {
+                p.packs.join(", ")
+            }
+        )?;
         let mut tools: Vec<_> = p.tools.iter().collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         writeln!(f, "  tools mapped: {}", tools.len())?;
@@ -30,8 +47,18 @@ impl fmt::Display for Summary<'_> {
                 extra.push("quarantined");
             }
             let caps = t.capabilities.names().join(", ");
-            let extra = if extra.is_empty() { String::new() } else { format!(" [{}]", extra.join(", ")) };
-            writeln!(f, "    {}: {}{}", t.name, if caps.is_empty() { "-" } else { &caps }, extra)?;
+            let extra = if extra.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", extra.join(", "))
+            };
+            writeln!(
+                f,
+                "    {}: {}{}",
+                t.name,
+                if caps.is_empty() { "-" } else { &caps },
+                extra
+            )?;
         }
         writeln!(f, "  unknown tools: {:?}", p.unknown_tools)?;
         let count = |s: Severity| p.rules.iter().filter(|r| r.severity == s).count();
@@ -46,7 +73,15 @@ impl fmt::Display for Summary<'_> {
         )?;
         writeln!(f, "  sequences: {}", p.sequences.len())?;
         for s in &p.sequences {
-            writeln!(f, "    {}: {} (within {} calls / {} s) → {}", s.id, s.steps.join(" → "), s.within_calls, s.within_ms / 1000, s.action)?;
+            writeln!(
+                f,
+                "    {}: {} (within {} calls / {} s) → {}",
+                s.id,
+                s.steps.join(" → "),
+                s.within_calls,
+                s.within_ms / 1000,
+                s.action
+            )?;
         }
         let l = &p.limits;
         writeln!(
@@ -58,12 +93,22 @@ impl fmt::Display for Summary<'_> {
             l.max_sessions,
             l.session_idle_ms / 1000
         )?;
-        let scope = |name: &str, b: &Option<crate::compiled::BucketSpec>, f: &mut fmt::Formatter<'_>| -> fmt::Result {
+        let scope = |name: &str,
+                     b: &Option<crate::compiled::BucketSpec>,
+                     f: &mut fmt::Formatter<'_>|
+         -> fmt::Result {
             match b {
                 None => writeln!(f, "    {name}: off"),
                 Some(b) => {
                     let n = |v: Option<u32>| v.map_or("off".to_string(), |n| n.to_string());
-                    writeln!(f, "    {name}: calls {}, network {}, actuate {} per {} s", n(b.calls), n(b.network), n(b.actuate), b.per_ms / 1000)
+                    writeln!(
+                        f,
+                        "    {name}: calls {}, network {}, actuate {} per {} s",
+                        n(b.calls),
+                        n(b.network),
+                        n(b.actuate),
+                        b.per_ms / 1000
+                    )
                 }
             }
         };
@@ -72,17 +117,32 @@ impl fmt::Display for Summary<'_> {
         scope("principal", &p.rate.principal, f)?;
         scope("tool", &p.rate.tool, f)?;
         scope("global", &p.rate.global, f)?;
-        writeln!(f, "  loop: {} identical calls or {} identical results in {} s", p.loop_guard.max_repeats, p.loop_guard.max_same_result, p.loop_guard.window_ms / 1000)?;
+        writeln!(
+            f,
+            "  loop: {} identical calls or {} identical results in {} s",
+            p.loop_guard.max_repeats,
+            p.loop_guard.max_same_result,
+            p.loop_guard.window_ms / 1000
+        )?;
         let d = &p.destinations;
         writeln!(
             f,
             "  destinations: allowlist {}, approved {}, SSRF exceptions {}, schemes {}, hostnames {}",
-            if d.allow.is_empty() { "off".to_string() } else { format!("{} entries", d.allow.len()) },
+            if d.allow.is_empty() {
+                "off".to_string()
+            } else {
+                format!("{} entries", d.allow.len())
+            },
             d.approved.len(),
             d.internal_ok.len(),
             d.schemes.join("/"),
             if d.hostnames { "allowed" } else { "refused" }
         )?;
-        write!(f, "  approvals: timeout {} s, {} tool patterns", p.approvals.timeout_ms / 1000, p.approvals.tools.len())
+        write!(
+            f,
+            "  approvals: timeout {} s, {} tool patterns",
+            p.approvals.timeout_ms / 1000,
+            p.approvals.tools.len()
+        )
     }
 }

@@ -82,7 +82,8 @@ impl Capability {
     /// covers `net.egress.approved`, `exec` covers `exec.shell`.
     pub fn is_within(self, family: &str) -> bool {
         let name = self.as_str();
-        name == family || (name.starts_with(family) && name.as_bytes().get(family.len()) == Some(&b'.'))
+        name == family
+            || (name.starts_with(family) && name.as_bytes().get(family.len()) == Some(&b'.'))
     }
 }
 
@@ -142,7 +143,10 @@ impl CapSet {
 
     /// The capabilities in declaration order.
     pub fn iter(self) -> impl Iterator<Item = Capability> {
-        Capability::ALL.iter().copied().filter(move |c| self.contains(*c))
+        Capability::ALL
+            .iter()
+            .copied()
+            .filter(move |c| self.contains(*c))
     }
 
     /// Whether any member is `family` or below it (see [`Capability::is_within`]).
@@ -240,7 +244,10 @@ impl TaintSet {
 
     /// The labels in declaration order.
     pub fn iter(self) -> impl Iterator<Item = Taint> {
-        Taint::ALL.iter().copied().filter(move |t| self.contains(*t))
+        Taint::ALL
+            .iter()
+            .copied()
+            .filter(move |t| self.contains(*t))
     }
 }
 
@@ -371,7 +378,10 @@ mod tests {
             assert_eq!(set.to_defenseclaw(), bits);
         }
         assert_eq!(CapSet::from_defenseclaw(0x80), None);
-        assert_eq!(CapSet::from_defenseclaw(8).unwrap().names(), vec!["net.egress"]);
+        assert_eq!(
+            CapSet::from_defenseclaw(8).unwrap().names(),
+            vec!["net.egress"]
+        );
     }
 
     #[test]

@@ -5,7 +5,13 @@ use bulwark_policy::load_str;
 
 fn err(yaml: &str) -> String {
     if std::env::var_os("SHOW").is_some() {
-        eprintln!("{}", load_str("p.yaml", yaml).err().map(|e| e.to_string()).unwrap_or_default());
+        eprintln!(
+            "{}",
+            load_str("p.yaml", yaml)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        );
     }
     match load_str("p.yaml", yaml) {
         Ok(_) => panic!("accepted:\n{yaml}"),
@@ -16,7 +22,10 @@ fn err(yaml: &str) -> String {
 #[track_caller]
 fn assert_err(yaml: &str, location: &str, needle: &str) {
     let e = err(yaml);
-    assert!(e.starts_with(&format!("p.yaml:{location}: ")), "wrong location in {e:?} (want {location})");
+    assert!(
+        e.starts_with(&format!("p.yaml:{location}: ")),
+        "wrong location in {e:?} (want {location})"
+    );
     assert!(e.contains(needle), "{e:?} lacks {needle:?}");
 }
 
@@ -27,7 +36,11 @@ fn unknown_top_level_key() {
 
 #[test]
 fn unknown_nested_key() {
-    assert_err("version: 1\nlimits:\n  max_args_byte: 10\n", "3:3", "max_args_byte");
+    assert_err(
+        "version: 1\nlimits:\n  max_args_byte: 10\n",
+        "3:3",
+        "max_args_byte",
+    );
 }
 
 #[test]
@@ -43,7 +56,11 @@ fn yes_is_not_a_boolean() {
 #[test]
 fn unknown_enum_value() {
     assert_err("version: 1\nmode: enforcing\n", "2:7", "enforcing");
-    assert_err("version: 1\ntools:\n  t:\n    capabilities: [net.egres]\n", "4:20", "net.egres");
+    assert_err(
+        "version: 1\ntools:\n  t:\n    capabilities: [net.egres]\n",
+        "4:20",
+        "net.egres",
+    );
 }
 
 #[test]
@@ -60,7 +77,11 @@ fn bad_glob() {
 
 #[test]
 fn bad_pointer() {
-    assert_err("version: 1\ntools:\n  t:\n    command: command\n", "4:14", "bad JSON pointer");
+    assert_err(
+        "version: 1\ntools:\n  t:\n    command: command\n",
+        "4:14",
+        "bad JSON pointer",
+    );
 }
 
 #[test]
@@ -71,8 +92,16 @@ fn unknown_predicate() {
 
 #[test]
 fn bad_destination_pattern() {
-    assert_err("version: 1\ndestinations:\n  allow: ['a.*.com']\n", "3:11", "bad destination pattern");
-    assert_err("version: 1\ndestinations:\n  allow: ['10.0.0.0/33']\n", "3:11", "CIDR");
+    assert_err(
+        "version: 1\ndestinations:\n  allow: ['a.*.com']\n",
+        "3:11",
+        "bad destination pattern",
+    );
+    assert_err(
+        "version: 1\ndestinations:\n  allow: ['10.0.0.0/33']\n",
+        "3:11",
+        "CIDR",
+    );
 }
 
 #[test]
@@ -88,13 +117,25 @@ fn duplicate_rule_id_with_a_pack() {
 
 #[test]
 fn override_of_unknown_rule() {
-    assert_err("version: 1\noverrides:\n  no.such_rule: { disabled: true }\n", "3:17", "unknown rule");
+    assert_err(
+        "version: 1\noverrides:\n  no.such_rule: { disabled: true }\n",
+        "3:17",
+        "unknown rule",
+    );
 }
 
 #[test]
 fn errors_never_read_as_clean() {
-    assert_err("version: 1\non_error:\n  INVALID_INPUT: allow\n", "3:18", "never read as clean");
-    assert_err("version: 1\non_error:\n  NOPE: block\n", "3:9", "unknown on_error code");
+    assert_err(
+        "version: 1\non_error:\n  INVALID_INPUT: allow\n",
+        "3:18",
+        "never read as clean",
+    );
+    assert_err(
+        "version: 1\non_error:\n  NOPE: block\n",
+        "3:9",
+        "unknown on_error code",
+    );
 }
 
 #[test]

@@ -9,9 +9,18 @@ fn default_policy_compiles() {
     assert_eq!(p.name, "default");
     assert_eq!(p.packs, vec!["core"]);
     assert!(p.rules.len() >= 10);
-    assert!(p.tools.get("CALL_API").unwrap().capabilities.contains(Capability::NetEgress));
+    assert!(
+        p.tools
+            .get("CALL_API")
+            .unwrap()
+            .capabilities
+            .contains(Capability::NetEgress)
+    );
     let s = p.rate.session.unwrap();
-    assert_eq!((s.calls, s.network, s.actuate, s.per_ms), (Some(60), Some(30), Some(10), 60_000));
+    assert_eq!(
+        (s.calls, s.network, s.actuate, s.per_ms),
+        (Some(60), Some(30), Some(10), 60_000)
+    );
     assert_eq!(p.sequences[0].steps, vec!["net", "exec.arbitrary"]);
 }
 
@@ -46,7 +55,14 @@ fn version_changes_with_the_text() {
 fn summary_names_tools_rules_limits_and_sequences() {
     let p = Policy::builtin().unwrap();
     let s = Summary(&p).to_string();
-    for needle in ["tools mapped: 1", "call_api: net.egress", "rules:", "seq.fetch_then_exec", "limits:", "session: calls 60, network 30, actuate 10 per 60 s"] {
+    for needle in [
+        "tools mapped: 1",
+        "call_api: net.egress",
+        "rules:",
+        "seq.fetch_then_exec",
+        "limits:",
+        "session: calls 60, network 30, actuate 10 per 60 s",
+    ] {
         assert!(s.contains(needle), "{needle:?} missing from:\n{s}");
     }
 }
@@ -56,12 +72,22 @@ fn pack_files_load_relative_to_the_policy() {
     let dir = std::env::temp_dir().join(format!("bulwark-pack-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("mine.yaml"), "version: 1\npack: mine\nrules:\n  - id: mine.x\n    severity: low\n    match: { tools: [x] }\n    reason: r\n").unwrap();
-    std::fs::write(dir.join("policy.yaml"), "version: 1\npacks: [core, mine.yaml]\n").unwrap();
+    std::fs::write(
+        dir.join("policy.yaml"),
+        "version: 1\npacks: [core, mine.yaml]\n",
+    )
+    .unwrap();
     let p = bulwark_policy::load_file(&dir.join("policy.yaml")).unwrap();
-    assert!(p.rules.iter().any(|r| r.id == "mine.x" && r.origin == "mine.yaml"));
+    assert!(
+        p.rules
+            .iter()
+            .any(|r| r.id == "mine.x" && r.origin == "mine.yaml")
+    );
     std::fs::write(dir.join("bad.yaml"), "version: 1\npack: bad\nrulez: []\n").unwrap();
     std::fs::write(dir.join("policy2.yaml"), "version: 1\npacks: [bad.yaml]\n").unwrap();
-    let e = bulwark_policy::load_file(&dir.join("policy2.yaml")).unwrap_err().to_string();
+    let e = bulwark_policy::load_file(&dir.join("policy2.yaml"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("bad.yaml:3:1:"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -20,25 +20,55 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let engine = Engine::new(policy);
     let mut state = State::new(engine.policy());
     let mut audit = match &args.audit {
-        Some(p) => Some(OpenOptions::new().create(true).append(true).open(p).with_context(|| format!("cannot open audit file {}", p.display()))?),
+        Some(p) => Some(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open audit file {}", p.display()))?,
+        ),
         None => None,
     };
-    let mut runner = Runner { engine, state: &mut state, start: Instant::now(), n: 0, passed: 0, failed: 0, expected: false, malformed: false, out: std::io::stdout().lock() };
+    let mut runner = Runner {
+        engine,
+        state: &mut state,
+        start: Instant::now(),
+        n: 0,
+        passed: 0,
+        failed: 0,
+        expected: false,
+        malformed: false,
+        out: std::io::stdout().lock(),
+    };
     let stdin = [std::path::PathBuf::from("-")];
-    let files = if args.files.is_empty() { &stdin[..] } else { &args.files[..] };
+    let files = if args.files.is_empty() {
+        &stdin[..]
+    } else {
+        &args.files[..]
+    };
     for f in files {
         let reader: Box<dyn BufRead> = if f.as_os_str() == "-" {
             Box::new(BufReader::new(std::io::stdin().lock()))
         } else {
-            Box::new(BufReader::new(File::open(f).with_context(|| format!("cannot open {}", f.display()))?))
+            Box::new(BufReader::new(
+                File::open(f).with_context(|| format!("cannot open {}", f.display()))?,
+            ))
         };
         runner.read(reader, audit.as_mut())?;
     }
     if runner.expected {
-        writeln!(runner.out, "{} passed, {} failed", runner.passed, runner.failed)?;
+        writeln!(
+            runner.out,
+            "{} passed, {} failed",
+            runner.passed, runner.failed
+        )?;
     }
     runner.out.flush()?;
-    Ok(if runner.failed > 0 || runner.malformed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if runner.failed > 0 || runner.malformed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 struct Runner<'a, W: Write> {
@@ -59,7 +89,9 @@ impl<W: Write> Runner<'_, W> {
         loop {
             buf.clear();
             // Read at most MAX_LINE_BYTES + 1 so one huge line cannot take all memory.
-            let read = (&mut reader).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut buf)?;
+            let read = (&mut reader)
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut buf)?;
             if read == 0 {
                 break;
             }
@@ -71,7 +103,10 @@ impl<W: Write> Runner<'_, W> {
                 reader.read_until(b'\n', &mut sink)?;
             }
             let decision = if too_long {
-                self.invalid(format!("line {}: longer than {MAX_LINE_BYTES} bytes", self.n))
+                self.invalid(format!(
+                    "line {}: longer than {MAX_LINE_BYTES} bytes",
+                    self.n
+                ))
             } else {
                 match std::str::from_utf8(&buf) {
                     Ok(text) if text.trim().is_empty() => {
@@ -99,7 +134,11 @@ impl<W: Write> Runner<'_, W> {
             Ok(l) => l,
             Err(e) => return self.invalid(format!("line {}: {e}", self.n)),
         };
-        let now = Now::at(parsed.time_ms.unwrap_or_else(|| self.start.elapsed().as_millis() as u64));
+        let now = Now::at(
+            parsed
+                .time_ms
+                .unwrap_or_else(|| self.start.elapsed().as_millis() as u64),
+        );
         if !parsed.session_taint.is_empty() {
             let session = self.state.sessions.get(&parsed.call.session, now.mono_ms);
             for t in &parsed.session_taint {
@@ -115,7 +154,16 @@ impl<W: Write> Runner<'_, W> {
                 self.passed += 1;
             } else {
                 self.failed += 1;
-                eprintln!("line {}: expected {want}, got {} ({}{})", self.n, d.decision, d.reason_code.map_or("-", |c| c.as_str()), d.rule_id.as_deref().map(|r| format!(" {r}")).unwrap_or_default());
+                eprintln!(
+                    "line {}: expected {want}, got {} ({}{})",
+                    self.n,
+                    d.decision,
+                    d.reason_code.map_or("-", |c| c.as_str()),
+                    d.rule_id
+                        .as_deref()
+                        .map(|r| format!(" {r}"))
+                        .unwrap_or_default()
+                );
             }
         }
         d
@@ -130,7 +178,10 @@ impl<W: Write> Runner<'_, W> {
             rule_id: None,
             severity: Some(Severity::High),
             reason,
-            safer_alternative: Some("Send one JSON object per line with at least a `tool` field (see docs/check.md).".into()),
+            safer_alternative: Some(
+                "Send one JSON object per line with at least a `tool` field (see docs/check.md)."
+                    .into(),
+            ),
             tool: String::new(),
             capabilities: Default::default(),
             findings: vec![Finding::new("check.malformed_line", "input")],

@@ -11,7 +11,9 @@ use crate::cli::{Common, InitArgs};
 /// The policy named by `--policy`, or the built-in default.
 pub fn load_policy(common: &Common) -> Result<Policy> {
     match &common.policy {
-        Some(path) => bulwark_policy::load_file(path).map_err(|e| anyhow::anyhow!("{e}\npolicy refused; fix the errors above (see docs/policy.md)")),
+        Some(path) => bulwark_policy::load_file(path).map_err(|e| {
+            anyhow::anyhow!("{e}\npolicy refused; fix the errors above (see docs/policy.md)")
+        }),
         None => Policy::builtin().map_err(|e| anyhow::anyhow!("built-in policy is broken: {e}")),
     }
 }
@@ -24,12 +26,14 @@ pub fn state_dir(common: &Common) -> Result<PathBuf> {
         None => match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
             Some(x) => PathBuf::from(x).join("bulwark"),
             None => {
-                let home = std::env::var_os("HOME").context("neither --state-dir, XDG_STATE_HOME nor HOME is set")?;
+                let home = std::env::var_os("HOME")
+                    .context("neither --state-dir, XDG_STATE_HOME nor HOME is set")?;
                 PathBuf::from(home).join(".local/state/bulwark")
             }
         },
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create state directory {}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create state directory {}", dir.display()))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -41,10 +45,18 @@ pub fn state_dir(common: &Common) -> Result<PathBuf> {
 /// `bulwark init`.
 pub fn init(args: &InitArgs) -> Result<ExitCode> {
     if args.path.exists() && !args.force {
-        bail!("{} already exists; pass --force to overwrite it", args.path.display());
+        bail!(
+            "{} already exists; pass --force to overwrite it",
+            args.path.display()
+        );
     }
-    std::fs::write(&args.path, bulwark_policy::DEFAULT_POLICY).with_context(|| format!("cannot write {}", args.path.display()))?;
-    println!("wrote {}; check it with `bulwark policy check {}`", args.path.display(), args.path.display());
+    std::fs::write(&args.path, bulwark_policy::DEFAULT_POLICY)
+        .with_context(|| format!("cannot write {}", args.path.display()))?;
+    println!(
+        "wrote {}; check it with `bulwark policy check {}`",
+        args.path.display(),
+        args.path.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -58,7 +70,12 @@ pub fn policy_check(file: &Path) -> Result<ExitCode> {
         }
         Err(e) => {
             eprintln!("{e}");
-            eprintln!("{} error{} in {}", e.issues.len(), if e.issues.len() == 1 { "" } else { "s" }, file.display());
+            eprintln!(
+                "{} error{} in {}",
+                e.issues.len(),
+                if e.issues.len() == 1 { "" } else { "s" },
+                file.display()
+            );
             Ok(ExitCode::FAILURE)
         }
     }

@@ -2,7 +2,9 @@
 //! `session_taint`, `time_ms`). See docs/check.md.
 
 use anyhow::{Result, anyhow, bail};
-use bulwark_engine::{CapSet, Call, Capability, Definition, Direction, Principal, Taint, ToolRef, Verdict};
+use bulwark_engine::{
+    Call, CapSet, Capability, Definition, Direction, Principal, Taint, ToolRef, Verdict,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -44,7 +46,9 @@ pub struct Line {
 pub fn parse(text: &str, n: usize) -> Result<Line> {
     let raw: Raw = serde_json::from_str(text).map_err(|e| anyhow!("{e}"))?;
     let direction = match raw.direction.as_deref() {
-        Some(d) => Direction::from_name(d).ok_or_else(|| anyhow!("direction {d:?}: expected request, response, definition or proposal"))?,
+        Some(d) => Direction::from_name(d).ok_or_else(|| {
+            anyhow!("direction {d:?}: expected request, response, definition or proposal")
+        })?,
         None if raw.result.is_some() => Direction::Response,
         None if raw.description.is_some() || raw.input_schema.is_some() => Direction::Definition,
         None => Direction::Request,
@@ -54,25 +58,38 @@ pub fn parse(text: &str, n: usize) -> Result<Line> {
         bail!("args must be a JSON object");
     }
     let expect = match raw.expect.as_deref() {
-        Some(e) => Some(Verdict::from_name(e).ok_or_else(|| anyhow!("expect {e:?}: expected allow, warn, mask, approve or block"))?),
+        Some(e) => Some(Verdict::from_name(e).ok_or_else(|| {
+            anyhow!("expect {e:?}: expected allow, warn, mask, approve or block")
+        })?),
         None => None,
     };
     let session_taint = raw
         .session_taint
         .unwrap_or_default()
         .iter()
-        .map(|t| Taint::from_name(t).ok_or_else(|| anyhow!("session_taint {t:?}: expected private-data or untrusted-input")))
+        .map(|t| {
+            Taint::from_name(t).ok_or_else(|| {
+                anyhow!("session_taint {t:?}: expected private-data or untrusted-input")
+            })
+        })
         .collect::<Result<Vec<_>>>()?;
     let declared_capabilities = match raw.capabilities {
         None => None,
         Some(Value::Number(n)) => {
-            let bits = n.as_u64().filter(|b| *b <= 0x7f).ok_or_else(|| anyhow!("capabilities {n}: expected DefenseClaw bits 0..=0x7F"))?;
+            let bits = n
+                .as_u64()
+                .filter(|b| *b <= 0x7f)
+                .ok_or_else(|| anyhow!("capabilities {n}: expected DefenseClaw bits 0..=0x7F"))?;
             Some(CapSet::from_defenseclaw(bits as u8).unwrap_or_default())
         }
         Some(Value::Array(names)) => Some(
             names
                 .iter()
-                .map(|v| v.as_str().and_then(Capability::from_name).ok_or_else(|| anyhow!("capabilities: {v} is not a capability name")))
+                .map(|v| {
+                    v.as_str()
+                        .and_then(Capability::from_name)
+                        .ok_or_else(|| anyhow!("capabilities: {v} is not a capability name"))
+                })
                 .collect::<Result<CapSet>>()?,
         ),
         Some(other) => bail!("capabilities {other}: expected DefenseClaw bits or a list of names"),
@@ -83,9 +100,16 @@ pub fn parse(text: &str, n: usize) -> Result<Line> {
         annotations: raw.annotations.unwrap_or(Value::Null),
     });
     let call = Call {
-        principal: Principal { id: raw.principal, verified: false },
+        principal: Principal {
+            id: raw.principal,
+            verified: false,
+        },
         session: raw.session.unwrap_or_else(|| format!("line-{n}")),
-        tool: ToolRef { name: raw.tool, server: raw.server, hash: raw.tool_hash },
+        tool: ToolRef {
+            name: raw.tool,
+            server: raw.server,
+            hash: raw.tool_hash,
+        },
         direction,
         args,
         result: raw.result,
@@ -93,5 +117,10 @@ pub fn parse(text: &str, n: usize) -> Result<Line> {
         destination: raw.destination,
         declared_capabilities,
     };
-    Ok(Line { call, expect, session_taint, time_ms: raw.time_ms })
+    Ok(Line {
+        call,
+        expect,
+        session_taint,
+        time_ms: raw.time_ms,
+    })
 }

@@ -16,12 +16,21 @@ fn bulwark(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
 fn lines(o: &Output) -> Vec<String> {
-    String::from_utf8(o.stdout.clone()).unwrap().lines().map(str::to_string).collect()
+    String::from_utf8(o.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 fn tmp(name: &str, text: &str) -> std::path::PathBuf {
@@ -35,16 +44,22 @@ fn tmp(name: &str, text: &str) -> std::path::PathBuf {
 #[test]
 fn check_prints_one_decision_per_line_in_order() {
     let input = concat!(
-        r#"{"tool":"execute_sql","args":{"sql":"DROP DATABASE prod"},"session":"s1"}"#, "\n",
+        r#"{"tool":"execute_sql","args":{"sql":"DROP DATABASE prod"},"session":"s1"}"#,
         "\n",
-        r#"{"tool":"execute_sql","args":{"sql":"SELECT 1"}}"#, "\n",
-        r#"{"tool":"fetch","args":{"url":"http://0x7f.1/"}}"#, "\n",
+        "\n",
+        r#"{"tool":"execute_sql","args":{"sql":"SELECT 1"}}"#,
+        "\n",
+        r#"{"tool":"fetch","args":{"url":"http://0x7f.1/"}}"#,
+        "\n",
     );
     let o = bulwark(&["check"], input);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = lines(&o);
     assert_eq!(out.len(), 3);
-    let d: Vec<Value> = out.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let d: Vec<Value> = out
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(d[0]["decision"], "block");
     assert_eq!(d[0]["rule_id"], "sql.drop_database");
     assert_eq!(d[1]["decision"], "allow");
@@ -56,14 +71,22 @@ fn check_prints_one_decision_per_line_in_order() {
 #[test]
 fn expectations_end_with_a_tally_and_fail_the_run_on_a_mismatch() {
     let input = concat!(
-        r#"{"tool":"execute_sql","args":{"sql":"DROP DATABASE prod"},"expect":"block"}"#, "\n",
-        r#"{"tool":"execute_sql","args":{"sql":"SELECT 1"},"expect":"block"}"#, "\n",
+        r#"{"tool":"execute_sql","args":{"sql":"DROP DATABASE prod"},"expect":"block"}"#,
+        "\n",
+        r#"{"tool":"execute_sql","args":{"sql":"SELECT 1"},"expect":"block"}"#,
+        "\n",
     );
     let o = bulwark(&["check"], input);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(lines(&o).last().unwrap(), "1 passed, 1 failed");
     assert!(String::from_utf8_lossy(&o.stderr).contains("line 2: expected block, got allow"));
-    let o = bulwark(&["check"], &input.replace(r#""SELECT 1"},"expect":"block""#, r#""SELECT 1"},"expect":"allow""#));
+    let o = bulwark(
+        &["check"],
+        &input.replace(
+            r#""SELECT 1"},"expect":"block""#,
+            r#""SELECT 1"},"expect":"allow""#,
+        ),
+    );
     assert!(o.status.success());
     assert_eq!(lines(&o).last().unwrap(), "2 passed, 0 failed");
 }
@@ -73,7 +96,10 @@ fn malformed_lines_are_invalid_input_with_the_line_number_and_the_run_goes_on() 
     let input = "{\"tool\":\"read_file\",\"args\":{\"path\":\"a\"}}\nnot json\n{\"tool\":\"x\",\"argz\":{}}\n{\"tool\":\"read_file\",\"args\":{\"path\":\"b\"}}\n";
     let o = bulwark(&["check"], input);
     assert_eq!(o.status.code(), Some(1));
-    let d: Vec<Value> = lines(&o).iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let d: Vec<Value> = lines(&o)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(d.len(), 4);
     assert_eq!(d[1]["reason_code"], "INVALID_INPUT");
     assert!(d[1]["reason"].as_str().unwrap().starts_with("line 2:"));
@@ -84,27 +110,66 @@ fn malformed_lines_are_invalid_input_with_the_line_number_and_the_run_goes_on() 
 #[test]
 fn lines_in_one_session_share_state_and_session_taint_raises_it() {
     let input = concat!(
-        r#"{"tool":"read_file","args":{"path":"~/.ssh/id_rsa"},"session":"a"}"#, "\n",
-        r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"session":"a","expect":"block"}"#, "\n",
-        r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"session":"b","expect":"allow"}"#, "\n",
-        r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"session":"c","session_taint":["private-data"],"expect":"block"}"#, "\n",
-        r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"expect":"allow"}"#, "\n",
+        r#"{"tool":"read_file","args":{"path":"~/.ssh/id_rsa"},"session":"a"}"#,
+        "\n",
+        r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"session":"a","expect":"block"}"#,
+        "\n",
+        r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"session":"b","expect":"allow"}"#,
+        "\n",
+        r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"session":"c","session_taint":["private-data"],"expect":"block"}"#,
+        "\n",
+        r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"expect":"allow"}"#,
+        "\n",
     );
     let o = bulwark(&["check"], input);
-    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
 fn check_reads_files_uses_a_policy_and_writes_the_audit_file() {
-    let policy = tmp("p.yaml", "version: 1\nname: strict\nunknown_tools: { action: block }\n");
-    let calls = tmp("calls.jsonl", "{\"tool\":\"frobnicate\",\"expect\":\"block\"}\n");
-    let audit = std::env::temp_dir().join(format!("bulwark-cli-{}/audit.jsonl", std::process::id()));
+    let policy = tmp(
+        "p.yaml",
+        "version: 1\nname: strict\nunknown_tools: { action: block }\n",
+    );
+    let calls = tmp(
+        "calls.jsonl",
+        "{\"tool\":\"frobnicate\",\"expect\":\"block\"}\n",
+    );
+    let audit =
+        std::env::temp_dir().join(format!("bulwark-cli-{}/audit.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&audit);
-    let o = bulwark(&["check", "--policy", policy.to_str().unwrap(), "--audit", audit.to_str().unwrap(), calls.to_str().unwrap()], "");
+    let o = bulwark(
+        &[
+            "check",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--audit",
+            audit.to_str().unwrap(),
+            calls.to_str().unwrap(),
+        ],
+        "",
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rec: Value = serde_json::from_str(std::fs::read_to_string(&audit).unwrap().lines().next().unwrap()).unwrap();
+    let rec: Value = serde_json::from_str(
+        std::fs::read_to_string(&audit)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(rec["reason_code"], "UNKNOWN_TOOL");
-    assert!(rec["policy_version"].as_str().unwrap().starts_with("strict@"));
+    assert!(
+        rec["policy_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("strict@")
+    );
 }
 
 #[test]
@@ -117,15 +182,33 @@ fn a_broken_policy_stops_check_with_its_location() {
 
 #[test]
 fn policy_check_summarises_or_lists_errors() {
-    let o = bulwark(&["policy", "check", tmp("ok.yaml", "version: 1\nname: ok\n").to_str().unwrap()], "");
+    let o = bulwark(
+        &[
+            "policy",
+            "check",
+            tmp("ok.yaml", "version: 1\nname: ok\n").to_str().unwrap(),
+        ],
+        "",
+    );
     assert!(o.status.success());
     let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.contains("policy ok") && s.contains("rules:") && s.contains("sequences:"), "{s}");
-    let bad = tmp("bad2.yaml", "version: 1\ntools:\n  a: { command: x }\n  b: { sql: y }\n");
+    assert!(
+        s.contains("policy ok") && s.contains("rules:") && s.contains("sequences:"),
+        "{s}"
+    );
+    let bad = tmp(
+        "bad2.yaml",
+        "version: 1\ntools:\n  a: { command: x }\n  b: { sql: y }\n",
+    );
     let o = bulwark(&["policy", "check", bad.to_str().unwrap()], "");
     assert_eq!(o.status.code(), Some(1));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("bad2.yaml:3:17: bad JSON pointer") && e.contains("bad2.yaml:4:13:") && e.contains("2 errors"), "{e}");
+    assert!(
+        e.contains("bad2.yaml:3:17: bad JSON pointer")
+            && e.contains("bad2.yaml:4:13:")
+            && e.contains("2 errors"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -134,20 +217,51 @@ fn init_writes_a_policy_that_checks_and_refuses_to_overwrite() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bulwark.yaml");
     let _ = std::fs::remove_file(&path);
-    assert!(bulwark(&["init", path.to_str().unwrap()], "").status.success());
+    assert!(
+        bulwark(&["init", path.to_str().unwrap()], "")
+            .status
+            .success()
+    );
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("# ") && text.contains("version: 1"));
-    assert!(bulwark(&["policy", "check", path.to_str().unwrap()], "").status.success());
-    assert_eq!(bulwark(&["init", path.to_str().unwrap()], "").status.code(), Some(2));
-    assert!(bulwark(&["init", "--force", path.to_str().unwrap()], "").status.success());
+    assert!(
+        bulwark(&["policy", "check", path.to_str().unwrap()], "")
+            .status
+            .success()
+    );
+    assert_eq!(
+        bulwark(&["init", path.to_str().unwrap()], "").status.code(),
+        Some(2)
+    );
+    assert!(
+        bulwark(&["init", "--force", path.to_str().unwrap()], "")
+            .status
+            .success()
+    );
 }
 
 #[test]
 fn explain_shows_every_stage() {
-    let o = bulwark(&["policy", "explain", r#"{"tool":"bash","args":{"command":"curl http://169.254.169.254/"}}"#], "");
+    let o = bulwark(
+        &[
+            "policy",
+            "explain",
+            r#"{"tool":"bash","args":{"command":"curl http://169.254.169.254/"}}"#,
+        ],
+        "",
+    );
     assert!(o.status.success());
     let s = String::from_utf8_lossy(&o.stdout);
-    for stage in ["lockdown", "validate", "classify", "rate", "loop", "integrity", "content", "destinations"] {
+    for stage in [
+        "lockdown",
+        "validate",
+        "classify",
+        "rate",
+        "loop",
+        "integrity",
+        "content",
+        "destinations",
+    ] {
         assert!(s.contains(stage), "{stage} missing:\n{s}");
     }
     assert!(s.contains("SSRF_BLOCK"));
@@ -156,9 +270,19 @@ fn explain_shows_every_stage() {
 
 #[test]
 fn help_exists_for_every_command() {
-    for args in [&["--help"][..], &["check", "--help"], &["init", "--help"], &["policy", "--help"], &["policy", "check", "--help"], &["policy", "explain", "--help"]] {
+    for args in [
+        &["--help"][..],
+        &["check", "--help"],
+        &["init", "--help"],
+        &["policy", "--help"],
+        &["policy", "check", "--help"],
+        &["policy", "explain", "--help"],
+    ] {
         let o = bulwark(args, "");
         assert!(o.status.success(), "{args:?}");
-        assert!(String::from_utf8_lossy(&o.stdout).contains("Usage"), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("Usage"),
+            "{args:?}"
+        );
     }
 }

@@ -62,7 +62,9 @@ impl Entry {
     /// Taint the tool's results carry regardless of capability.
     pub fn taint(self) -> TaintSet {
         match self.kind {
-            Kind::Inbox => [Taint::UntrustedInput, Taint::PrivateData].into_iter().collect(),
+            Kind::Inbox => [Taint::UntrustedInput, Taint::PrivateData]
+                .into_iter()
+                .collect(),
             Kind::Search | Kind::Fetch => [Taint::UntrustedInput].into_iter().collect(),
             _ => TaintSet::NONE,
         }
@@ -224,7 +226,12 @@ const TABLE: &[(&str, Kind)] = &[
 /// assert!(lookup("frobnicate").is_none());
 /// ```
 pub fn lookup(name: &str) -> Option<Entry> {
-    let find = |n: &str| TABLE.iter().find(|(t, _)| t.eq_ignore_ascii_case(n)).map(|(_, kind)| Entry { kind: *kind });
+    let find = |n: &str| {
+        TABLE
+            .iter()
+            .find(|(t, _)| t.eq_ignore_ascii_case(n))
+            .map(|(_, kind)| Entry { kind: *kind })
+    };
     find(name).or_else(|| {
         let base = name.rsplit("__").next().unwrap_or(name);
         let base = base.rsplit('.').next().unwrap_or(base);
@@ -239,8 +246,37 @@ pub const CODE_KEYS: &[&str] = &["code", "source", "script", "program"];
 /// Argument names that hold SQL.
 pub const SQL_KEYS: &[&str] = &["sql", "query", "statement", "sql_query", "q"];
 /// Argument names that hold a URL or host.
-pub const URL_KEYS: &[&str] = &["url", "uri", "href", "link", "endpoint", "target_url", "webhook_url", "webhook", "destination", "host", "hostname", "address", "server_url", "base_url", "urls"];
+pub const URL_KEYS: &[&str] = &[
+    "url",
+    "uri",
+    "href",
+    "link",
+    "endpoint",
+    "target_url",
+    "webhook_url",
+    "webhook",
+    "destination",
+    "host",
+    "hostname",
+    "address",
+    "server_url",
+    "base_url",
+    "urls",
+];
 /// Argument names that can only hold a host.
 pub const HOST_KEYS: &[&str] = &["host", "hostname", "server", "ip", "ip_address"];
 /// Argument names that hold a path.
-pub const PATH_KEYS: &[&str] = &["path", "file_path", "filepath", "file", "filename", "paths", "target_file", "notebook_path", "source", "destination", "directory", "dir"];
+pub const PATH_KEYS: &[&str] = &[
+    "path",
+    "file_path",
+    "filepath",
+    "file",
+    "filename",
+    "paths",
+    "target_file",
+    "notebook_path",
+    "source",
+    "destination",
+    "directory",
+    "dir",
+];

@@ -47,7 +47,10 @@ pub fn parse(text: &str) -> Result<Parsed, &'static str> {
     let mut in_word = false;
     let mut redirect_next = false;
     let mut i = 0;
-    let finish_word = |word: &mut String, in_word: &mut bool, cmd: &mut SimpleCommand, redirect_next: &mut bool| {
+    let finish_word = |word: &mut String,
+                       in_word: &mut bool,
+                       cmd: &mut SimpleCommand,
+                       redirect_next: &mut bool| {
         if *in_word {
             if *redirect_next {
                 cmd.writes.push(std::mem::take(word));
@@ -73,7 +76,10 @@ pub fn parse(text: &str) -> Result<Parsed, &'static str> {
                 return Err("trailing backslash");
             }
             '\'' => {
-                let end = chars[i + 1..].iter().position(|&x| x == '\'').ok_or("unterminated single quote")?;
+                let end = chars[i + 1..]
+                    .iter()
+                    .position(|&x| x == '\'')
+                    .ok_or("unterminated single quote")?;
                 word.extend(&chars[i + 1..i + 1 + end]);
                 in_word = true;
                 i += end + 2;
@@ -96,8 +102,12 @@ pub fn parse(text: &str) -> Result<Parsed, &'static str> {
                             j = next;
                         }
                         Some('`') => {
-                            let end = chars[j + 1..].iter().position(|&x| x == '`').ok_or("unterminated backtick")?;
-                            out.substitutions.push(chars[j + 1..j + 1 + end].iter().collect());
+                            let end = chars[j + 1..]
+                                .iter()
+                                .position(|&x| x == '`')
+                                .ok_or("unterminated backtick")?;
+                            out.substitutions
+                                .push(chars[j + 1..j + 1 + end].iter().collect());
                             j += end + 2;
                         }
                         Some(&x) => {
@@ -127,8 +137,12 @@ pub fn parse(text: &str) -> Result<Parsed, &'static str> {
                 continue;
             }
             '`' => {
-                let end = chars[i + 1..].iter().position(|&x| x == '`').ok_or("unterminated backtick")?;
-                out.substitutions.push(chars[i + 1..i + 1 + end].iter().collect());
+                let end = chars[i + 1..]
+                    .iter()
+                    .position(|&x| x == '`')
+                    .ok_or("unterminated backtick")?;
+                out.substitutions
+                    .push(chars[i + 1..i + 1 + end].iter().collect());
                 in_word = true;
                 i += end + 2;
                 continue;
@@ -157,7 +171,10 @@ pub fn parse(text: &str) -> Result<Parsed, &'static str> {
                 if fd_dup {
                     // `>&2` duplicates a descriptor; `>& file` sends both streams to a file.
                     i += 2;
-                    if chars.get(i).is_some_and(|c| c.is_ascii_digit() || *c == '-') {
+                    if chars
+                        .get(i)
+                        .is_some_and(|c| c.is_ascii_digit() || *c == '-')
+                    {
                         while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '-') {
                             i += 1;
                         }
@@ -183,14 +200,19 @@ pub fn parse(text: &str) -> Result<Parsed, &'static str> {
                 }
                 continue;
             }
-            '|' | ';' | '&' | '\n' | '(' | ')' | '{' | '}' if !in_word || matches!(c, '|' | ';' | '&' | '\n' | ')') => {
+            '|' | ';' | '&' | '\n' | '(' | ')' | '{' | '}'
+                if !in_word || matches!(c, '|' | ';' | '&' | '\n' | ')') =>
+            {
                 finish_word(&mut word, &mut in_word, &mut cmd, &mut redirect_next);
                 let pipe = c == '|' && chars.get(i + 1) != Some(&'|');
                 if !cmd.words.is_empty() || !cmd.writes.is_empty() {
                     out.commands.push(std::mem::take(&mut cmd));
                 }
                 cmd.piped_in = pipe;
-                if matches!((c, chars.get(i + 1)), ('|', Some('|')) | ('&', Some('&')) | ('|', Some('&'))) {
+                if matches!(
+                    (c, chars.get(i + 1)),
+                    ('|', Some('|')) | ('&', Some('&')) | ('|', Some('&'))
+                ) {
                     i += 1;
                 }
             }
@@ -233,15 +255,38 @@ fn balanced(chars: &[char], start: usize) -> Result<(String, usize), &'static st
     Err("unbalanced parenthesis")
 }
 
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "csh", "tcsh"];
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "csh", "tcsh",
+];
 const INTERPRETERS: &[&str] = &[
-    "python", "python2", "python3", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "lua", "rscript", "osascript", "pwsh", "powershell", "tclsh", "awk", "gawk",
+    "python",
+    "python2",
+    "python3",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "perl",
+    "ruby",
+    "php",
+    "lua",
+    "rscript",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "tclsh",
+    "awk",
+    "gawk",
 ];
 const NETWORK: &[&str] = &[
-    "curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "rsync", "ftp", "tftp", "telnet", "http", "https", "xh", "aria2c", "lynx", "w3m", "links", "dig",
-    "nslookup", "host", "ping", "mail", "sendmail", "mutt", "s3cmd", "gsutil",
+    "curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "rsync", "ftp", "tftp",
+    "telnet", "http", "https", "xh", "aria2c", "lynx", "w3m", "links", "dig", "nslookup", "host",
+    "ping", "mail", "sendmail", "mutt", "s3cmd", "gsutil",
 ];
-const WRAPPERS: &[&str] = &["sudo", "doas", "env", "timeout", "nice", "nohup", "stdbuf", "command", "exec", "builtin", "time", "xargs", "ionice", "chronic", "unbuffer"];
+const WRAPPERS: &[&str] = &[
+    "sudo", "doas", "env", "timeout", "nice", "nohup", "stdbuf", "command", "exec", "builtin",
+    "time", "xargs", "ionice", "chronic", "unbuffer",
+];
 
 fn program(word: &str) -> String {
     let w = word.trim_start_matches('\\');
@@ -296,7 +341,11 @@ fn analyse_into(text: &str, depth: usize, facts: &mut Facts) {
             }
             if w.starts_with("/dev/tcp/") || w.starts_with("/dev/udp/") {
                 facts.capabilities.insert(Capability::NetEgress);
-                facts.destinations.push(w.trim_start_matches("/dev/tcp/").trim_start_matches("/dev/udp/").replacen('/', ":", 1));
+                facts.destinations.push(
+                    w.trim_start_matches("/dev/tcp/")
+                        .trim_start_matches("/dev/udp/")
+                        .replacen('/', ":", 1),
+                );
             }
         }
         classify_command(cmd, depth, facts);
@@ -323,13 +372,31 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
         words = &words[1..];
         // Skip the wrapper's options (and `timeout`'s duration, `nice -n N`, …).
         while let Some(w) = words.first() {
-            let takes_value = matches!(w.as_str(), "-u" | "-g" | "-n" | "-s" | "-k" | "-o" | "-e" | "-i" | "-I" | "-P" | "-d" | "-L" | "-C" | "--signal" | "--user");
+            let takes_value = matches!(
+                w.as_str(),
+                "-u" | "-g"
+                    | "-n"
+                    | "-s"
+                    | "-k"
+                    | "-o"
+                    | "-e"
+                    | "-i"
+                    | "-I"
+                    | "-P"
+                    | "-d"
+                    | "-L"
+                    | "-C"
+                    | "--signal"
+                    | "--user"
+            );
             if w.starts_with('-') {
                 words = &words[1..];
                 if takes_value && prog != "env" {
                     words = words.get(1..).unwrap_or(&[]);
                 }
-            } else if (prog == "timeout" && w.chars().next().is_some_and(|c| c.is_ascii_digit())) || is_assignment(w) {
+            } else if (prog == "timeout" && w.chars().next().is_some_and(|c| c.is_ascii_digit()))
+                || is_assignment(w)
+            {
                 words = &words[1..];
             } else {
                 break;
@@ -340,8 +407,14 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
     let prog = program(first);
     let args = &words[1..];
 
-    if SHELLS.contains(&prog.as_str()) || INTERPRETERS.contains(&prog.as_str()) || prog == "busybox" {
-        let inline = args.iter().position(|a| a.starts_with('-') && !a.starts_with("--") && (a.contains('c') || a.contains('e')) && a.len() <= 4);
+    if SHELLS.contains(&prog.as_str()) || INTERPRETERS.contains(&prog.as_str()) || prog == "busybox"
+    {
+        let inline = args.iter().position(|a| {
+            a.starts_with('-')
+                && !a.starts_with("--")
+                && (a.contains('c') || a.contains('e'))
+                && a.len() <= 4
+        });
         let is_shell = SHELLS.contains(&prog.as_str()) || prog == "busybox";
         match inline {
             Some(i) if is_shell => match args.get(i + 1) {
@@ -375,11 +448,21 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
         }
         "rm" | "shred" | "wipefs" | "mkfs" | "truncate" | "srm" => {
             facts.capabilities.insert(Capability::FsWrite);
-            let forceful = prog != "rm" || args.iter().any(|a| a.starts_with('-') && (a.contains('r') || a.contains('f') || a.contains('R') || a == "--recursive" || a == "--force"));
+            let forceful = prog != "rm"
+                || args.iter().any(|a| {
+                    a.starts_with('-')
+                        && (a.contains('r')
+                            || a.contains('f')
+                            || a.contains('R')
+                            || a == "--recursive"
+                            || a == "--force")
+                });
             if forceful {
                 facts.capabilities.insert(Capability::ExecIrreversible);
             }
-            facts.paths.extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
+            facts
+                .paths
+                .extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
         }
         p if p.starts_with("mkfs.") => facts.capabilities.insert(Capability::ExecIrreversible),
         "dd" => {
@@ -388,38 +471,87 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
                 facts.capabilities.insert(Capability::ExecIrreversible);
             }
         }
-        "mv" | "cp" | "touch" | "mkdir" | "tee" | "chmod" | "chown" | "ln" | "install" | "rmdir" | "unlink" => {
+        "mv" | "cp" | "touch" | "mkdir" | "tee" | "chmod" | "chown" | "ln" | "install"
+        | "rmdir" | "unlink" => {
             facts.capabilities.insert(Capability::FsWrite);
-            facts.paths.extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
+            facts
+                .paths
+                .extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
         }
-        "cat" | "less" | "more" | "head" | "tail" | "grep" | "rg" | "base64" | "xxd" | "od" | "strings" | "cp_" => {
+        "cat" | "less" | "more" | "head" | "tail" | "grep" | "rg" | "base64" | "xxd" | "od"
+        | "strings" | "cp_" => {
             facts.capabilities.insert(Capability::FsRead);
-            facts.paths.extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
+            facts
+                .paths
+                .extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
         }
         "git" => {
-            let sub = args.iter().find(|a| !a.starts_with('-')).map(String::as_str).unwrap_or("");
+            let sub = args
+                .iter()
+                .find(|a| !a.starts_with('-'))
+                .map(String::as_str)
+                .unwrap_or("");
             match sub {
                 "push" => {
                     facts.capabilities.insert(Capability::NetEgress);
-                    if args.iter().any(|a| a == "-f" || a == "--force" || a == "--mirror" || a == "--delete" || a.starts_with("--force-with-lease") || a.starts_with('+')) {
+                    if args.iter().any(|a| {
+                        a == "-f"
+                            || a == "--force"
+                            || a == "--mirror"
+                            || a == "--delete"
+                            || a.starts_with("--force-with-lease")
+                            || a.starts_with('+')
+                    }) {
                         facts.capabilities.insert(Capability::ExecIrreversible);
                     }
                 }
-                "clone" | "fetch" | "pull" | "ls-remote" => facts.capabilities.insert(Capability::NetEgress),
-                "reset" if args.iter().any(|a| a == "--hard") => facts.capabilities.insert(Capability::ExecIrreversible),
-                "clean" if args.iter().any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('f')) => facts.capabilities.insert(Capability::ExecIrreversible),
+                "clone" | "fetch" | "pull" | "ls-remote" => {
+                    facts.capabilities.insert(Capability::NetEgress)
+                }
+                "reset" if args.iter().any(|a| a == "--hard") => {
+                    facts.capabilities.insert(Capability::ExecIrreversible)
+                }
+                "clean"
+                    if args
+                        .iter()
+                        .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('f')) =>
+                {
+                    facts.capabilities.insert(Capability::ExecIrreversible)
+                }
                 _ => {}
             }
-            facts.destinations.extend(args.iter().filter(|a| looks_like_destination(a)).cloned());
+            facts
+                .destinations
+                .extend(args.iter().filter(|a| looks_like_destination(a)).cloned());
         }
         p if NETWORK.contains(&p) => {
             facts.capabilities.insert(Capability::NetEgress);
             let mut dests: Vec<String> = match p {
                 // Every operand of an HTTP client is a URL, with or without a scheme.
-                "curl" | "wget" | "http" | "https" | "xh" | "aria2c" => operands(args, HTTP_VALUE_FLAGS),
-                _ => args.iter().filter(|a| looks_like_destination(a)).cloned().collect(),
+                "curl" | "wget" | "http" | "https" | "xh" | "aria2c" => {
+                    operands(args, HTTP_VALUE_FLAGS)
+                }
+                _ => args
+                    .iter()
+                    .filter(|a| looks_like_destination(a))
+                    .cloned()
+                    .collect(),
             };
-            if dests.is_empty() && matches!(p, "nc" | "ncat" | "netcat" | "ssh" | "telnet" | "ping" | "dig" | "nslookup" | "host" | "ftp" | "tftp") {
+            if dests.is_empty()
+                && matches!(
+                    p,
+                    "nc" | "ncat"
+                        | "netcat"
+                        | "ssh"
+                        | "telnet"
+                        | "ping"
+                        | "dig"
+                        | "nslookup"
+                        | "host"
+                        | "ftp"
+                        | "tftp"
+                )
+            {
                 if let Some(h) = args.iter().find(|a| !a.starts_with('-')) {
                     dests.push(h.rsplit('@').next().unwrap_or(h).to_string());
                 }
@@ -432,9 +564,55 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
 
 /// Options of HTTP clients that take a value (which is not a URL, except proxies).
 const HTTP_VALUE_FLAGS: &[&str] = &[
-    "-o", "--output", "-H", "--header", "-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "-X", "--request", "-u", "--user", "-A", "--user-agent", "-e", "--referer",
-    "-b", "--cookie", "-c", "--cookie-jar", "-T", "--upload-file", "-F", "--form", "-w", "--write-out", "-m", "--max-time", "--connect-timeout", "--retry", "-K", "--config",
-    "-r", "--range", "-E", "--cert", "--key", "--cacert", "-O", "-P", "-U", "--post-data", "--post-file", "-t", "--tries", "--timeout", "--output-document", "--directory-prefix",
+    "-o",
+    "--output",
+    "-H",
+    "--header",
+    "-d",
+    "--data",
+    "--data-raw",
+    "--data-binary",
+    "--data-urlencode",
+    "-X",
+    "--request",
+    "-u",
+    "--user",
+    "-A",
+    "--user-agent",
+    "-e",
+    "--referer",
+    "-b",
+    "--cookie",
+    "-c",
+    "--cookie-jar",
+    "-T",
+    "--upload-file",
+    "-F",
+    "--form",
+    "-w",
+    "--write-out",
+    "-m",
+    "--max-time",
+    "--connect-timeout",
+    "--retry",
+    "-K",
+    "--config",
+    "-r",
+    "--range",
+    "-E",
+    "--cert",
+    "--key",
+    "--cacert",
+    "-O",
+    "-P",
+    "-U",
+    "--post-data",
+    "--post-file",
+    "-t",
+    "--tries",
+    "--timeout",
+    "--output-document",
+    "--directory-prefix",
 ];
 
 /// Operands of a command: words that are not options or option values. Proxy options'
@@ -465,7 +643,11 @@ fn operands(args: &[String], value_flags: &[&str]) -> Vec<String> {
 
 fn is_assignment(w: &str) -> bool {
     match w.split_once('=') {
-        Some((name, _)) => !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.starts_with(|c: char| c.is_ascii_digit()),
+        Some((name, _)) => {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
         None => false,
     }
 }

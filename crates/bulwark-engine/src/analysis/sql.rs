@@ -88,7 +88,11 @@ fn tokenize(sql: &str) -> Result<Vec<Statement<'_>>, &'static str> {
                 }
             }
             let inner = sql.get(i + 1..j).unwrap_or("");
-            cur.push(if c == b'\'' { Tok::Str(inner) } else { Tok::Word(inner) });
+            cur.push(if c == b'\'' {
+                Tok::Str(inner)
+            } else {
+                Tok::Word(inner)
+            });
             i = j + 1;
             continue;
         }
@@ -96,9 +100,14 @@ fn tokenize(sql: &str) -> Result<Vec<Statement<'_>>, &'static str> {
             // Dollar quoting: $tag$ … $tag$.
             if let Some(t) = b[i + 1..].iter().position(|&x| x == b'$') {
                 let tag = &sql[i..i + t + 2];
-                if tag[1..tag.len() - 1].bytes().all(|x| x.is_ascii_alphanumeric() || x == b'_') {
+                if tag[1..tag.len() - 1]
+                    .bytes()
+                    .all(|x| x.is_ascii_alphanumeric() || x == b'_')
+                {
                     let body = i + t + 2;
-                    let end = sql[body..].find(tag).ok_or("unterminated dollar-quoted string")?;
+                    let end = sql[body..]
+                        .find(tag)
+                        .ok_or("unterminated dollar-quoted string")?;
                     cur.push(Tok::Str(&sql[body..body + end]));
                     i = body + end + tag.len();
                     continue;
@@ -114,11 +123,17 @@ fn tokenize(sql: &str) -> Result<Vec<Statement<'_>>, &'static str> {
         }
         if c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80 {
             let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.' || b[i] >= 0x80) {
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.' || b[i] >= 0x80)
+            {
                 i += 1;
             }
             let w = &sql[start..i];
-            cur.push(if w.bytes().all(|x| x.is_ascii_digit() || x == b'.') { Tok::Num(w) } else { Tok::Word(w) });
+            cur.push(if w.bytes().all(|x| x.is_ascii_digit() || x == b'.') {
+                Tok::Num(w)
+            } else {
+                Tok::Word(w)
+            });
             continue;
         }
         if !c.is_ascii_whitespace() {
@@ -138,19 +153,28 @@ fn has(tokens: &[Tok<'_>], word: &str) -> bool {
 
 /// Whether a WHERE clause is missing or always true (`1=1`, `TRUE`, `'a'='a'`, `… OR 1=1`).
 fn where_is_vacuous(tokens: &[Tok<'_>]) -> bool {
-    let Some(w) = tokens.iter().position(|t| t.is("WHERE")) else { return true };
-    let cond: Vec<Tok<'_>> = tokens[w + 1..].iter().copied().take_while(|t| !t.is("RETURNING") && !t.is("LIMIT") && !t.is("ORDER")).collect();
+    let Some(w) = tokens.iter().position(|t| t.is("WHERE")) else {
+        return true;
+    };
+    let cond: Vec<Tok<'_>> = tokens[w + 1..]
+        .iter()
+        .copied()
+        .take_while(|t| !t.is("RETURNING") && !t.is("LIMIT") && !t.is("ORDER"))
+        .collect();
     if cond.is_empty() {
         return true;
     }
     let tautology = |c: &[Tok<'_>]| match c {
-        [t] => t.is("TRUE") || matches!(t, Tok::Num(n) if n.bytes().any(|d| d != b'0' && d != b'.')),
+        [t] => {
+            t.is("TRUE") || matches!(t, Tok::Num(n) if n.bytes().any(|d| d != b'0' && d != b'.'))
+        }
         [n, f] => n.is("NOT") && f.is("FALSE"),
         [a, Tok::Punct(b'='), b] => a.same(b),
         _ => false,
     };
     // `… OR <tautology>` makes the whole condition true.
-    cond.split(|t| t.is("OR")).any(|part| part.is_empty() || tautology(part))
+    cond.split(|t| t.is("OR"))
+        .any(|part| part.is_empty() || tautology(part))
 }
 
 /// Analyses SQL text.
@@ -191,7 +215,12 @@ fn classify(st: &[Tok<'_>], facts: &mut Facts) {
             match t {
                 Tok::Punct(b'(') => depth += 1,
                 Tok::Punct(b')') => depth -= 1,
-                t if depth == 0 && i > 0 && ["SELECT", "INSERT", "UPDATE", "DELETE", "MERGE"].iter().any(|k| t.is(k)) => {
+                t if depth == 0
+                    && i > 0
+                    && ["SELECT", "INSERT", "UPDATE", "DELETE", "MERGE"]
+                        .iter()
+                        .any(|k| t.is(k)) =>
+                {
                     start = i;
                     break;
                 }
@@ -205,17 +234,30 @@ fn classify(st: &[Tok<'_>], facts: &mut Facts) {
         _ => String::new(),
     };
     match first.as_str() {
-        "SELECT" | "SHOW" | "EXPLAIN" | "DESCRIBE" | "DESC" | "VALUES" | "TABLE" | "PRAGMA" | "USE" | "BEGIN" | "COMMIT" | "ROLLBACK" | "START" | "SAVEPOINT" | "RELEASE" | "WITH" => {
+        "SELECT" | "SHOW" | "EXPLAIN" | "DESCRIBE" | "DESC" | "VALUES" | "TABLE" | "PRAGMA"
+        | "USE" | "BEGIN" | "COMMIT" | "ROLLBACK" | "START" | "SAVEPOINT" | "RELEASE" | "WITH" => {
             facts.capabilities.insert(Capability::DbRead);
             if has(st, "INTO") && (has(st, "OUTFILE") || has(st, "DUMPFILE")) {
                 facts.capabilities.insert(Capability::DbAdmin);
                 facts.add("sql.file_access");
             }
-            if ["PG_READ_FILE", "PG_READ_BINARY_FILE", "LO_IMPORT", "LO_EXPORT", "LOAD_FILE", "PG_LS_DIR"].iter().any(|f| has(st, f)) {
+            if [
+                "PG_READ_FILE",
+                "PG_READ_BINARY_FILE",
+                "LO_IMPORT",
+                "LO_EXPORT",
+                "LOAD_FILE",
+                "PG_LS_DIR",
+            ]
+            .iter()
+            .any(|f| has(st, f))
+            {
                 facts.add("sql.file_access");
             }
         }
-        "INSERT" | "REPLACE" | "MERGE" | "UPSERT" | "CALL" | "EXEC" | "EXECUTE" | "DO" | "LOCK" => facts.capabilities.insert(Capability::DbWrite),
+        "INSERT" | "REPLACE" | "MERGE" | "UPSERT" | "CALL" | "EXEC" | "EXECUTE" | "DO" | "LOCK" => {
+            facts.capabilities.insert(Capability::DbWrite)
+        }
         "UPDATE" => {
             facts.capabilities.insert(Capability::DbWrite);
             if where_is_vacuous(st) {
@@ -230,7 +272,11 @@ fn classify(st: &[Tok<'_>], facts: &mut Facts) {
         }
         "COPY" => {
             facts.capabilities.insert(Capability::DbWrite);
-            if has(st, "PROGRAM") || st.windows(2).any(|w| (w[0].is("TO") || w[0].is("FROM")) && matches!(w[1], Tok::Str(_))) {
+            if has(st, "PROGRAM")
+                || st
+                    .windows(2)
+                    .any(|w| (w[0].is("TO") || w[0].is("FROM")) && matches!(w[1], Tok::Str(_)))
+            {
                 facts.capabilities.insert(Capability::DbAdmin);
                 facts.add("sql.file_access");
             }
@@ -242,7 +288,10 @@ fn classify(st: &[Tok<'_>], facts: &mut Facts) {
         "DROP" => {
             facts.capabilities.insert(Capability::DbAdmin);
             facts.add("sql.drop");
-            if st.get(1).is_some_and(|t| t.is("DATABASE") || t.is("SCHEMA")) {
+            if st
+                .get(1)
+                .is_some_and(|t| t.is("DATABASE") || t.is("SCHEMA"))
+            {
                 facts.add("sql.drop_database");
             }
         }
@@ -274,7 +323,27 @@ pub fn looks_like_sql(text: &str) -> bool {
         let Tok::Word(w) = w else { return false };
         matches!(
             w.to_ascii_uppercase().as_str(),
-            "SELECT" | "INSERT" | "UPDATE" | "DELETE" | "DROP" | "CREATE" | "ALTER" | "TRUNCATE" | "GRANT" | "REVOKE" | "WITH" | "MERGE" | "REPLACE" | "COPY" | "SHOW" | "EXPLAIN" | "DESCRIBE" | "PRAGMA" | "VACUUM" | "CALL" | "LOAD"
+            "SELECT"
+                | "INSERT"
+                | "UPDATE"
+                | "DELETE"
+                | "DROP"
+                | "CREATE"
+                | "ALTER"
+                | "TRUNCATE"
+                | "GRANT"
+                | "REVOKE"
+                | "WITH"
+                | "MERGE"
+                | "REPLACE"
+                | "COPY"
+                | "SHOW"
+                | "EXPLAIN"
+                | "DESCRIBE"
+                | "PRAGMA"
+                | "VACUUM"
+                | "CALL"
+                | "LOAD"
         )
     })
 }
@@ -296,11 +365,16 @@ mod tests {
         assert!(preds("truncate table t").contains(&"sql.truncate"));
         assert!(preds("DELETE FROM users").contains(&"sql.delete_without_where"));
         assert!(preds("DELETE FROM users WHERE 1=1").contains(&"sql.delete_without_where"));
-        assert!(preds("DELETE FROM users WHERE id = 7 OR 1 = 1").contains(&"sql.delete_without_where"));
+        assert!(
+            preds("DELETE FROM users WHERE id = 7 OR 1 = 1").contains(&"sql.delete_without_where")
+        );
         assert!(preds("delete from users where true").contains(&"sql.delete_without_where"));
         assert!(!preds("DELETE FROM users WHERE id = 7").contains(&"sql.delete_without_where"));
         assert!(preds("UPDATE users SET admin = true").contains(&"sql.update_without_where"));
-        assert!(!preds("UPDATE users SET admin = true WHERE id = 7").contains(&"sql.update_without_where"));
+        assert!(
+            !preds("UPDATE users SET admin = true WHERE id = 7")
+                .contains(&"sql.update_without_where")
+        );
         assert!(preds("GRANT ALL ON db.* TO 'x'").contains(&"sql.grant_all"));
         assert!(preds("ALTER TABLE t DROP COLUMN c").contains(&"sql.alter_drop"));
         assert!(preds("COPY t TO PROGRAM 'curl x'").contains(&"sql.file_access"));
@@ -314,7 +388,9 @@ mod tests {
         assert!(preds("SELECT 1 -- ; DROP DATABASE x").is_empty());
         assert!(preds("/* x */ DROP/**/DATABASE x").contains(&"sql.drop_database"));
         let f = analyse("SELECT 1; DROP TABLE t");
-        assert!(f.predicates.contains(&"sql.multi_statement") && f.predicates.contains(&"sql.drop"));
+        assert!(
+            f.predicates.contains(&"sql.multi_statement") && f.predicates.contains(&"sql.drop")
+        );
         assert!(preds("SELECT 'unterminated").contains(&"sql.unparsable"));
         assert!(preds("SELECT $$ ; DROP TABLE t $$").is_empty());
     }
@@ -322,9 +398,18 @@ mod tests {
     #[test]
     fn classes() {
         assert_eq!(analyse("select 1").capabilities.names(), vec!["db.read"]);
-        assert_eq!(analyse("INSERT INTO t VALUES (1)").capabilities.names(), vec!["db.write"]);
-        assert_eq!(analyse("CREATE TABLE t (x int)").capabilities.names(), vec!["db.admin"]);
-        assert_eq!(analyse("WITH d AS (SELECT 1) DELETE FROM t").predicates, vec!["sql.delete_without_where"]);
+        assert_eq!(
+            analyse("INSERT INTO t VALUES (1)").capabilities.names(),
+            vec!["db.write"]
+        );
+        assert_eq!(
+            analyse("CREATE TABLE t (x int)").capabilities.names(),
+            vec!["db.admin"]
+        );
+        assert_eq!(
+            analyse("WITH d AS (SELECT 1) DELETE FROM t").predicates,
+            vec!["sql.delete_without_where"]
+        );
         assert!(looks_like_sql("  select * from x"));
         assert!(!looks_like_sql("best pizza in town"));
     }

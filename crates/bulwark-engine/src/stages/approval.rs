@@ -12,7 +12,13 @@ use crate::pipeline::Ctx;
 use crate::state::Env;
 
 /// The digest an approval for this call is bound to.
-pub fn call_digest(tool: &str, args: &serde_json::Value, session: &str, principal: Option<&str>, policy_version: &str) -> String {
+pub fn call_digest(
+    tool: &str,
+    args: &serde_json::Value,
+    session: &str,
+    principal: Option<&str>,
+    policy_version: &str,
+) -> String {
     let doc = json!({"tool": tool.to_lowercase(), "args": args, "session": session, "principal": principal, "policy_version": policy_version});
     sha256_hex(to_string(&doc).as_bytes())
 }
@@ -34,7 +40,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     if ctx.outcome.verdict != Verdict::Approve {
         return;
     }
-    let digest = call_digest(name, &ctx.call.args, &ctx.call.session, ctx.call.principal.id.as_deref(), &ctx.policy.version);
+    let digest = call_digest(
+        name,
+        &ctx.call.args,
+        &ctx.call.session,
+        ctx.call.principal.id.as_deref(),
+        &ctx.policy.version,
+    );
     let now = ctx.now.mono_ms;
     let granted = env.grants.peek(&digest).is_some_and(|exp| *exp > now);
     if granted {

@@ -18,7 +18,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     let call = ctx.call;
     let name = &call.tool.name;
     ctx.spec = ctx.policy.tools.get(name);
-    ctx.entry = if ctx.spec.is_none() { catalogue::lookup(name) } else { None };
+    ctx.entry = if ctx.spec.is_none() {
+        catalogue::lookup(name)
+    } else {
+        None
+    };
     ctx.known = match (ctx.spec, ctx.entry) {
         (Some(_), _) => Known::Policy,
         (None, Some(_)) => Known::Catalogue,
@@ -46,7 +50,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     // Commands.
     let command = by_pointer(args, pointers.command.as_deref()).or_else(|| match kind {
         Some(Kind::Shell) => json::field(args, catalogue::COMMAND_KEYS).map(|(_, s)| s),
-        None if unknown || ctx.caps.contains(Capability::ExecShell) => json::field(args, catalogue::COMMAND_KEYS).map(|(_, s)| s),
+        None if unknown || ctx.caps.contains(Capability::ExecShell) => {
+            json::field(args, catalogue::COMMAND_KEYS).map(|(_, s)| s)
+        }
         _ => None,
     });
     if let Some(cmd) = command {
@@ -60,7 +66,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     // SQL.
     let sql_text = by_pointer(args, pointers.sql.as_deref()).or_else(|| match kind {
         Some(Kind::Sql) => json::field(args, catalogue::SQL_KEYS).map(|(_, s)| s),
-        None => json::field(args, catalogue::SQL_KEYS).map(|(_, s)| s).filter(|s| sql::looks_like_sql(s)),
+        None => json::field(args, catalogue::SQL_KEYS)
+            .map(|(_, s)| s)
+            .filter(|s| sql::looks_like_sql(s)),
         _ => None,
     });
     if let Some(text) = sql_text {
@@ -82,8 +90,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         match kind {
             Some(Kind::Fetch) => dests.extend(candidates.iter().map(|s| s.to_string())),
             _ if unknown || ctx.net_by_tool => {
-                let mut found: Vec<String> = candidates.iter().filter(|s| looks_like_destination(s)).map(|s| s.to_string()).collect();
-                found.extend(json::fields(args, catalogue::HOST_KEYS).into_iter().map(str::to_string));
+                let mut found: Vec<String> = candidates
+                    .iter()
+                    .filter(|s| looks_like_destination(s))
+                    .map(|s| s.to_string())
+                    .collect();
+                found.extend(
+                    json::fields(args, catalogue::HOST_KEYS)
+                        .into_iter()
+                        .map(str::to_string),
+                );
                 if unknown && !found.is_empty() {
                     facts.capabilities.insert(Capability::NetEgress);
                 }
@@ -101,8 +117,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     let mut paths: Vec<String> = Vec::new();
     if let Some(p) = by_pointer(args, pointers.path.as_deref()) {
         paths.push(p.to_string());
-    } else if matches!(kind, Some(Kind::Read | Kind::Write | Kind::Delete)) || unknown || ctx.caps.has_family("fs") {
-        paths.extend(json::fields(args, catalogue::PATH_KEYS).into_iter().filter(|p| looks_like_path(p)).map(str::to_string));
+    } else if matches!(kind, Some(Kind::Read | Kind::Write | Kind::Delete))
+        || unknown
+        || ctx.caps.has_family("fs")
+    {
+        paths.extend(
+            json::fields(args, catalogue::PATH_KEYS)
+                .into_iter()
+                .filter(|p| looks_like_path(p))
+                .map(str::to_string),
+        );
     }
     paths.append(&mut facts.paths);
 
@@ -110,7 +134,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     ctx.predicates = facts.predicates;
 
     // Destinations: assess once here; the destinations stage decides.
-    let schemes: Vec<&str> = ctx.policy.destinations.schemes.iter().map(String::as_str).collect();
+    let schemes: Vec<&str> = ctx
+        .policy
+        .destinations
+        .schemes
+        .iter()
+        .map(String::as_str)
+        .collect();
     let internal_ok = &ctx.policy.destinations.internal_ok;
     for text in dests {
         if ctx.destinations.iter().any(|d| d.text == text) {
@@ -123,14 +153,25 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         ctx.predicates.push("dest.any");
         let approved = &ctx.policy.destinations.approved;
         let all_approved = !approved.is_empty()
-            && ctx.destinations.iter().all(|d| d.assessment.finding.is_none() && d.assessment.destination.as_ref().is_some_and(|x| x.hosts().all(|h| approved.allows(h))));
+            && ctx.destinations.iter().all(|d| {
+                d.assessment.finding.is_none()
+                    && d.assessment
+                        .destination
+                        .as_ref()
+                        .is_some_and(|x| x.hosts().all(|h| approved.allows(h)))
+            });
         if all_approved && ctx.caps.contains(Capability::NetEgress) {
             ctx.caps.remove(Capability::NetEgress);
             ctx.caps.insert(Capability::NetEgressApproved);
         } else {
             ctx.predicates.push("dest.unapproved");
         }
-        if ctx.destinations.iter().any(|d| d.assessment.destination.as_ref().is_some_and(|x| matches!(x.host, bulwark_net::Host::Domain(_)))) {
+        if ctx.destinations.iter().any(|d| {
+            d.assessment
+                .destination
+                .as_ref()
+                .is_some_and(|x| matches!(x.host, bulwark_net::Host::Domain(_)))
+        }) {
             ctx.predicates.push("dest.hostname");
         }
     }
@@ -153,7 +194,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     }
 
     let (known, caps) = (ctx.known, ctx.caps);
-    ctx.explain(|| format!("known from {known:?}; capabilities [{}]", caps.names().join(", ")));
+    ctx.explain(|| {
+        format!(
+            "known from {known:?}; capabilities [{}]",
+            caps.names().join(", ")
+        )
+    });
 
     if unknown {
         ctx.predicates.push("tool.unknown");
@@ -171,17 +217,32 @@ fn unknown_tool(ctx: &mut Ctx<'_>) {
             ctx.escalate = true;
             return;
         }
-        UnknownAction::Warn => (Verdict::Warn, "is not in the reviewed mapping; allowed on what its arguments show"),
-        UnknownAction::Approve => (Verdict::Approve, "is not in the reviewed mapping and needs a human"),
-        UnknownAction::Block => (Verdict::Block, "is not in the reviewed mapping, and unknown tools fail closed"),
+        UnknownAction::Warn => (
+            Verdict::Warn,
+            "is not in the reviewed mapping; allowed on what its arguments show",
+        ),
+        UnknownAction::Approve => (
+            Verdict::Approve,
+            "is not in the reviewed mapping and needs a human",
+        ),
+        UnknownAction::Block => (
+            Verdict::Block,
+            "is not in the reviewed mapping, and unknown tools fail closed",
+        ),
     };
     ctx.raise(
         verdict,
         ReasonCode::UnknownTool,
         None,
-        Some(if verdict == Verdict::Block { Severity::High } else { Severity::Medium }),
+        Some(if verdict == Verdict::Block {
+            Severity::High
+        } else {
+            Severity::Medium
+        }),
         format!("Tool {name:?} {what}."),
-        Some(format!("Ask the operator to add {name:?} to the policy's tools mapping.")),
+        Some(format!(
+            "Ask the operator to add {name:?} to the policy's tools mapping."
+        )),
     );
 }
 

@@ -18,39 +18,75 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         let d = &ctx.destinations[i];
         if let Some(f) = &d.assessment.finding {
             let (rule, safer) = match f {
-                SsrfFinding::Internal { .. } => ("ssrf.internal", "Use a public address, or ask the operator to add the host to destinations.internal_ok."),
-                SsrfFinding::Ambiguous { .. } => ("ssrf.ambiguous", "Write the URL so every parser reads the same host (no extra '@', '\\\\', '#' or '?' before the path)."),
-                SsrfFinding::Unparsable(_) => ("ssrf.unparsable", "Send a well-formed http(s) URL."),
+                SsrfFinding::Internal { .. } => (
+                    "ssrf.internal",
+                    "Use a public address, or ask the operator to add the host to destinations.internal_ok.",
+                ),
+                SsrfFinding::Ambiguous { .. } => (
+                    "ssrf.ambiguous",
+                    "Write the URL so every parser reads the same host (no extra '@', '\\\\', '#' or '?' before the path).",
+                ),
+                SsrfFinding::Unparsable(_) => {
+                    ("ssrf.unparsable", "Send a well-formed http(s) URL.")
+                }
                 SsrfFinding::Scheme(_) => ("ssrf.scheme", "Use an http or https URL."),
             };
             let reason = format!("Destination {:?} is refused: {f}.", d.text);
             ctx.findings.push(Finding::new(rule, "ssrf"));
-            ctx.raise(Verdict::Block, ReasonCode::SsrfBlock, Some(rule.to_string()), Some(Severity::Critical), reason, Some(safer.to_string()));
+            ctx.raise(
+                Verdict::Block,
+                ReasonCode::SsrfBlock,
+                Some(rule.to_string()),
+                Some(Severity::Critical),
+                reason,
+                Some(safer.to_string()),
+            );
             return;
         }
     }
     let mut refusal: Option<(&'static str, String, &'static str)> = None;
     for d in &ctx.destinations {
-        let Some(dest) = &d.assessment.destination else { continue };
+        let Some(dest) = &d.assessment.destination else {
+            continue;
+        };
         if !policy.hostnames && matches!(dest.host, Host::Domain(_)) {
-            refusal = Some(("dest.hostname", format!("Destination {:?} is a host name; this policy only accepts address literals.", d.text), "Use an allowlisted address, or route through the egress proxy."));
+            refusal = Some((
+                "dest.hostname",
+                format!(
+                    "Destination {:?} is a host name; this policy only accepts address literals.",
+                    d.text
+                ),
+                "Use an allowlisted address, or route through the egress proxy.",
+            ));
             break;
         }
         if !policy.allow.is_empty() {
             if let Some(h) = dest.hosts().find(|h| !policy.allow.allows(h)) {
-                refusal = Some(("dest.unlisted", format!("Destination {h} is not on the allowlist."), "Use an allowlisted host, or ask the operator to add this one."));
+                refusal = Some((
+                    "dest.unlisted",
+                    format!("Destination {h} is not on the allowlist."),
+                    "Use an allowlisted host, or ask the operator to add this one.",
+                ));
                 break;
             }
         }
     }
     if let Some((rule, reason, safer)) = refusal {
         ctx.findings.push(Finding::new(rule, "destination"));
-        ctx.raise(Verdict::Block, ReasonCode::DestDeny, None, Some(Severity::High), reason, Some(safer.into()));
+        ctx.raise(
+            Verdict::Block,
+            ReasonCode::DestDeny,
+            None,
+            Some(Severity::High),
+            reason,
+            Some(safer.into()),
+        );
         return;
     }
     let search = ctx.entry.is_some_and(|e| e.kind == Kind::Search);
     if policy.require && ctx.net_by_tool && ctx.destinations.is_empty() && !search {
-        ctx.findings.push(Finding::new("dest.missing", "destination"));
+        ctx.findings
+            .push(Finding::new("dest.missing", "destination"));
         ctx.raise(
             Verdict::Block,
             ReasonCode::DestDeny,

@@ -45,15 +45,29 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
     let pin = env.pins.get(server, name);
     if let Some((code, reason)) = pin.and_then(|p| p.quarantined.clone()) {
-        ctx.findings.push(Finding::new(format!("integrity.{}", code.as_str().to_lowercase()), "integrity"));
-        ctx.raise(Verdict::Block, code, None, Some(Severity::Critical), reason, Some("Ask the operator to review the tool's definition and accept it.".into()));
+        ctx.findings.push(Finding::new(
+            format!("integrity.{}", code.as_str().to_lowercase()),
+            "integrity",
+        ));
+        ctx.raise(
+            Verdict::Block,
+            code,
+            None,
+            Some(Severity::Critical),
+            reason,
+            Some("Ask the operator to review the tool's definition and accept it.".into()),
+        );
         return;
     }
-    let schema = ctx.spec.and_then(|s| s.input_schema.as_ref()).or_else(|| pin.map(|p| &p.input_schema).filter(|s| !s.is_null()));
+    let schema = ctx
+        .spec
+        .and_then(|s| s.input_schema.as_ref())
+        .or_else(|| pin.map(|p| &p.input_schema).filter(|s| !s.is_null()));
     if let Some(schema) = schema {
         if let Err(why) = schema_check::validate(schema, &call.args) {
             let verdict = ctx.policy.on_error(ReasonCode::SchemaInvalid);
-            ctx.findings.push(Finding::new("integrity.schema", "schema"));
+            ctx.findings
+                .push(Finding::new("integrity.schema", "schema"));
             ctx.raise(
                 verdict,
                 ReasonCode::SchemaInvalid,
@@ -68,17 +82,27 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
 
 fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let call = ctx.call;
-    let (Some(def), true) = (&call.definition, ctx.policy.pinning.enabled) else { return };
+    let (Some(def), true) = (&call.definition, ctx.policy.pinning.enabled) else {
+        return;
+    };
     let server = call.tool.server.as_deref();
     let name = &call.tool.name;
     let digest = definition_digest(name, def);
     if let Some(pin) = env.pins.get(server, name) {
         if let Some((code, reason)) = &pin.quarantined {
-            ctx.raise(Verdict::Block, *code, None, Some(Severity::Critical), reason.clone(), None);
+            ctx.raise(
+                Verdict::Block,
+                *code,
+                None,
+                Some(Severity::Critical),
+                reason.clone(),
+                None,
+            );
             return;
         }
         if pin.digest != digest {
-            ctx.findings.push(Finding::new("integrity.rug_pull", "integrity"));
+            ctx.findings
+                .push(Finding::new("integrity.rug_pull", "integrity"));
             ctx.raise(
                 ctx.policy.pinning.on_change,
                 ReasonCode::RugPull,
@@ -92,8 +116,13 @@ fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         return;
     }
     if server.is_some() {
-        if let Some(other) = env.pins.other_server(server, name).filter(|o| !o.is_empty()) {
-            ctx.findings.push(Finding::new("integrity.shadowing", "poisoning"));
+        if let Some(other) = env
+            .pins
+            .other_server(server, name)
+            .filter(|o| !o.is_empty())
+        {
+            ctx.findings
+                .push(Finding::new("integrity.shadowing", "poisoning"));
             ctx.raise(
                 Verdict::Block,
                 ReasonCode::ToolPoisoning,
@@ -109,16 +138,34 @@ fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
 /// Pins a definition that went through; withholds one that was blocked.
 pub(crate) fn commit_definition(ctx: &Ctx<'_>, env: &mut Env<'_>, allowed: bool) {
     let call = ctx.call;
-    let (Some(def), true) = (&call.definition, ctx.policy.pinning.enabled) else { return };
+    let (Some(def), true) = (&call.definition, ctx.policy.pinning.enabled) else {
+        return;
+    };
     let server = call.tool.server.as_deref();
     let name = &call.tool.name;
     let digest = definition_digest(name, def);
     if allowed {
         if env.pins.get(server, name).is_none() {
-            env.pins.set(server, name, Pin { digest, input_schema: def.input_schema.clone(), quarantined: None });
+            env.pins.set(
+                server,
+                name,
+                Pin {
+                    digest,
+                    input_schema: def.input_schema.clone(),
+                    quarantined: None,
+                },
+            );
         }
-    } else if let Some(code @ (ReasonCode::RugPull | ReasonCode::ToolPoisoning | ReasonCode::Injection | ReasonCode::ContentBlock | ReasonCode::Rule)) = ctx.outcome.code {
+    } else if let Some(
+        code @ (ReasonCode::RugPull
+        | ReasonCode::ToolPoisoning
+        | ReasonCode::Injection
+        | ReasonCode::ContentBlock
+        | ReasonCode::Rule),
+    ) = ctx.outcome.code
+    {
         // Withheld for what it says, not for why this one listing was refused (lockdown, limits).
-        env.pins.quarantine(server, name, digest, code, ctx.outcome.reason.clone());
+        env.pins
+            .quarantine(server, name, digest, code, ctx.outcome.reason.clone());
     }
 }

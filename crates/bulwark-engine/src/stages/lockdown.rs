@@ -8,7 +8,11 @@ use crate::state::Env;
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, env: &Env<'_>) {
     if ctx.policy.lockdown || env.lockdown {
-        let by = if ctx.policy.lockdown { "the policy" } else { "an operator or the fleet" };
+        let by = if ctx.policy.lockdown {
+            "the policy"
+        } else {
+            "an operator or the fleet"
+        };
         ctx.raise(
             Verdict::Block,
             ReasonCode::Lockdown,

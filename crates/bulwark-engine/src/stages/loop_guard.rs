@@ -31,8 +31,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
     ctx.loop_print = Some(print);
     let session = &mut *env.session;
-    let history = if ctx.call.direction == Direction::Response { &session.recent_results } else { &session.recent_calls };
-    let seen = history.iter().filter(|(f, t)| *f == print && now.saturating_sub(*t) <= lp.window_ms).count();
+    let history = if ctx.call.direction == Direction::Response {
+        &session.recent_results
+    } else {
+        &session.recent_calls
+    };
+    let seen = history
+        .iter()
+        .filter(|(f, t)| *f == print && now.saturating_sub(*t) <= lp.window_ms)
+        .count();
     ctx.explain(|| format!("{} identical {what}s in the window", seen + 1));
     if seen as u64 + 1 >= u64::from(limit) {
         ctx.raise(
@@ -40,7 +47,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             ReasonCode::LoopDetected,
             None,
             Some(Severity::Medium),
-            format!("The same {what} has repeated {} times within {} s: this looks like a loop.", seen + 1, lp.window_ms / 1000),
+            format!(
+                "The same {what} has repeated {} times within {} s: this looks like a loop.",
+                seen + 1,
+                lp.window_ms / 1000
+            ),
             Some("Stop repeating the call; change the approach or ask the user.".into()),
         );
     }

@@ -90,8 +90,21 @@ const ACTING: &[Stage] = &[
     Stage::Approval,
     Stage::VerdictCache,
 ];
-const RESPONSE: &[Stage] = &[Stage::Lockdown, Stage::Validate, Stage::Classify, Stage::Loop, Stage::Content, Stage::Rules];
-const DEFINITION: &[Stage] = &[Stage::Lockdown, Stage::Validate, Stage::Integrity, Stage::Content, Stage::Rules];
+const RESPONSE: &[Stage] = &[
+    Stage::Lockdown,
+    Stage::Validate,
+    Stage::Classify,
+    Stage::Loop,
+    Stage::Content,
+    Stage::Rules,
+];
+const DEFINITION: &[Stage] = &[
+    Stage::Lockdown,
+    Stage::Validate,
+    Stage::Integrity,
+    Stage::Content,
+    Stage::Rules,
+];
 
 /// The stages a direction runs, in order.
 pub fn order(d: Direction) -> &'static [Stage] {

@@ -22,15 +22,16 @@ struct Draw {
 /// The longest wait among the buckets this call needs, creating buckets on first use.
 fn wait(b: &mut ScopeBuckets, spec: &BucketSpec, draw: Draw, now: u64) -> (u64, &'static str) {
     let mut worst = (0, "");
-    let mut check = |slot: &mut Option<Bucket>, cap: Option<u32>, needed: bool, name: &'static str| {
-        if let (Some(cap), true) = (cap, needed) {
-            let bucket = slot.get_or_insert_with(|| Bucket::full(cap, now));
-            let w = bucket.wait_ms(cap, spec.per_ms, now);
-            if w > worst.0 {
-                worst = (w, name);
+    let mut check =
+        |slot: &mut Option<Bucket>, cap: Option<u32>, needed: bool, name: &'static str| {
+            if let (Some(cap), true) = (cap, needed) {
+                let bucket = slot.get_or_insert_with(|| Bucket::full(cap, now));
+                let w = bucket.wait_ms(cap, spec.per_ms, now);
+                if w > worst.0 {
+                    worst = (w, name);
+                }
             }
-        }
-    };
+        };
     check(&mut b.calls, spec.calls, true, "calls");
     check(&mut b.network, spec.network, draw.network, "network calls");
     check(&mut b.actuate, spec.actuate, draw.actuate, "actuations");
@@ -57,7 +58,10 @@ fn take(b: &mut ScopeBuckets, spec: &BucketSpec, draw: Draw) {
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let now = ctx.now.mono_ms;
-    let draw = Draw { network: ctx.caps.has_family("net"), actuate: ctx.caps.contains(Capability::DeviceActuate) };
+    let draw = Draw {
+        network: ctx.caps.has_family("net"),
+        actuate: ctx.caps.contains(Capability::DeviceActuate),
+    };
     let rate = &ctx.policy.rate;
     let principal = ctx.call.principal.id.clone().unwrap_or_default();
     let tool = ctx.tool_lc();
@@ -72,10 +76,28 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         consider(wait(&mut env.session.buckets, spec, draw, now), "session");
     }
     if let Some(spec) = &rate.principal {
-        consider(wait(env.principal_buckets.get_or_insert_with(&principal, ScopeBuckets::default), spec, draw, now), "principal");
+        consider(
+            wait(
+                env.principal_buckets
+                    .get_or_insert_with(&principal, ScopeBuckets::default),
+                spec,
+                draw,
+                now,
+            ),
+            "principal",
+        );
     }
     if let Some(spec) = &rate.tool {
-        consider(wait(env.tool_buckets.get_or_insert_with(&tool, ScopeBuckets::default), spec, draw, now), "tool");
+        consider(
+            wait(
+                env.tool_buckets
+                    .get_or_insert_with(&tool, ScopeBuckets::default),
+                spec,
+                draw,
+                now,
+            ),
+            "tool",
+        );
     }
     if let Some(spec) = &rate.global {
         consider(wait(&mut env.global_buckets, spec, draw, now), "global");
@@ -88,8 +110,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             ReasonCode::RateLimit,
             None,
             Some(Severity::Medium),
-            format!("Too many {} for this {} (rate limit); try again in {} ms.", worst.1, worst.2, worst.0),
-            Some(format!("Wait {} ms, or batch the work into fewer calls.", worst.0)),
+            format!(
+                "Too many {} for this {} (rate limit); try again in {} ms.",
+                worst.1, worst.2, worst.0
+            ),
+            Some(format!(
+                "Wait {} ms, or batch the work into fewer calls.",
+                worst.0
+            )),
         );
         ctx.explain(|| format!("{} {} bucket empty", worst.2, worst.1));
         return;
@@ -98,10 +126,20 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         take(&mut env.session.buckets, spec, draw);
     }
     if let Some(spec) = &rate.principal {
-        take(env.principal_buckets.get_or_insert_with(&principal, ScopeBuckets::default), spec, draw);
+        take(
+            env.principal_buckets
+                .get_or_insert_with(&principal, ScopeBuckets::default),
+            spec,
+            draw,
+        );
     }
     if let Some(spec) = &rate.tool {
-        take(env.tool_buckets.get_or_insert_with(&tool, ScopeBuckets::default), spec, draw);
+        take(
+            env.tool_buckets
+                .get_or_insert_with(&tool, ScopeBuckets::default),
+            spec,
+            draw,
+        );
     }
     if let Some(spec) = &rate.global {
         take(&mut env.global_buckets, spec, draw);

@@ -45,7 +45,10 @@ fn eval(c: &Condition, s: &Subject<'_>, hit: &mut Hit) -> bool {
             for (i, text) in strings.iter().enumerate() {
                 if let Some(m) = re.find(text) {
                     if hit.is_none() {
-                        *hit = Some((json::pointer_of(s.doc, i).unwrap_or_default(), [m.start(), m.end()]));
+                        *hit = Some((
+                            json::pointer_of(s.doc, i).unwrap_or_default(),
+                            [m.start(), m.end()],
+                        ));
                     }
                     return true;
                 }
@@ -110,11 +113,21 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let session = &mut *env.session;
     let taint = session.taint;
     let window = policy.scoring.burst_window_ms;
-    let recent_burst = session.burst.iter().filter(|t| now.saturating_sub(**t) <= window).count();
+    let recent_burst = session
+        .burst
+        .iter()
+        .filter(|t| now.saturating_sub(**t) <= window)
+        .count();
 
     let mut matched: Vec<(&Rule, Hit)> = Vec::new();
     {
-        let subject = Subject { tool: &ctx.call.tool.name, ctx, doc, strings: std::cell::OnceCell::new(), taint };
+        let subject = Subject {
+            tool: &ctx.call.tool.name,
+            ctx,
+            doc,
+            strings: std::cell::OnceCell::new(),
+            taint,
+        };
         for rule in policy.rules.iter().filter(|r| applies(r, direction)) {
             let mut hit = None;
             if eval(&rule.condition, &subject, &mut hit) {
@@ -127,10 +140,19 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
 
     // Points of rules without an explicit action add into a tier.
-    let points: u32 = matched.iter().filter(|(r, _)| r.action.is_none()).map(|(r, _)| r.points).sum();
+    let points: u32 = matched
+        .iter()
+        .filter(|(r, _)| r.action.is_none())
+        .map(|(r, _)| r.points)
+        .sum();
     let mut tier = policy.scoring.tier(points);
-    let counted = matched.iter().filter(|(r, _)| r.severity >= policy.scoring.burst_min_severity).count();
-    let burst = policy.scoring.burst_count > 0 && counted > 0 && recent_burst + counted >= policy.scoring.burst_count as usize;
+    let counted = matched
+        .iter()
+        .filter(|(r, _)| r.severity >= policy.scoring.burst_min_severity)
+        .count();
+    let burst = policy.scoring.burst_count > 0
+        && counted > 0
+        && recent_burst + counted >= policy.scoring.burst_count as usize;
     if burst {
         tier = tier.map(raise_tier);
     }
@@ -140,12 +162,24 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             None => (None, None),
         };
         let category = rule.id.split('.').next().unwrap_or("rule").to_string();
-        ctx.findings.push(Finding { rule_id: rule.id.clone(), category, span, pointer, severity: Some(rule.severity) });
+        ctx.findings.push(Finding {
+            rule_id: rule.id.clone(),
+            category,
+            span,
+            pointer,
+            severity: Some(rule.severity),
+        });
         ctx.rule_hits.push(rule.severity);
     }
     // The primary rule: strongest own verdict, then severity, then points.
-    let own = |r: &Rule| r.action.unwrap_or_else(|| policy.scoring.action(r.severity));
-    let primary = matched.iter().map(|(r, _)| *r).max_by_key(|r| (own(r), r.severity, r.points));
+    let own = |r: &Rule| {
+        r.action
+            .unwrap_or_else(|| policy.scoring.action(r.severity))
+    };
+    let primary = matched
+        .iter()
+        .map(|(r, _)| *r)
+        .max_by_key(|r| (own(r), r.severity, r.points));
     let Some(primary) = primary else { return };
     let mut verdict = own(primary);
     let mut severity = primary.severity;
@@ -158,14 +192,29 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
     let mut reason = primary.reason.clone();
     if matched.len() > 1 {
-        reason.push_str(&format!(" ({} rules matched, {points} points)", matched.len()));
+        reason.push_str(&format!(
+            " ({} rules matched, {points} points)",
+            matched.len()
+        ));
     }
     if burst {
         reason.push_str(" A burst of destructive calls in this session raised the tier.");
     }
     let n = matched.len();
-    ctx.explain(|| format!("{n} rules matched; {points} points; tier {}", tier.map_or("none", |t| t.as_str())));
-    ctx.raise(verdict, ReasonCode::Rule, Some(primary.id.clone()), Some(severity), reason, primary.safer_alternative.clone());
+    ctx.explain(|| {
+        format!(
+            "{n} rules matched; {points} points; tier {}",
+            tier.map_or("none", |t| t.as_str())
+        )
+    });
+    ctx.raise(
+        verdict,
+        ReasonCode::Rule,
+        Some(primary.id.clone()),
+        Some(severity),
+        reason,
+        primary.safer_alternative.clone(),
+    );
 }
 
 /// Remembers destructive matches for burst detection, whether or not the call went through:

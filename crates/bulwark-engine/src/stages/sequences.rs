@@ -15,7 +15,8 @@ use crate::pipeline::Ctx;
 use crate::state::Env;
 
 fn in_window(seq: &Sequence, start: (u64, u64), now_ms: u64, call_no: u64) -> bool {
-    now_ms.saturating_sub(start.0) <= seq.within_ms && call_no.saturating_sub(start.1) < u64::from(seq.within_calls)
+    now_ms.saturating_sub(start.0) <= seq.within_ms
+        && call_no.saturating_sub(start.1) < u64::from(seq.within_calls)
 }
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
@@ -29,13 +30,29 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         if !ctx.caps.has_family(&seq.steps[last]) {
             continue;
         }
-        let Some(start) = prog.best[last - 1] else { continue };
+        let Some(start) = prog.best[last - 1] else {
+            continue;
+        };
         if !in_window(seq, start, now, call_no) {
             continue;
         }
         ctx.findings.push(Finding::new(seq.id.clone(), "sequence"));
-        ctx.raise(seq.action, ReasonCode::CapSequence, Some(seq.id.clone()), Some(seq.severity), seq.reason.clone(), seq.safer_alternative.clone());
-        ctx.explain(|| format!("{} completed ({} calls, {} ms after its first step)", seq.id, call_no - start.1 + 1, now - start.0));
+        ctx.raise(
+            seq.action,
+            ReasonCode::CapSequence,
+            Some(seq.id.clone()),
+            Some(seq.severity),
+            seq.reason.clone(),
+            seq.safer_alternative.clone(),
+        );
+        ctx.explain(|| {
+            format!(
+                "{} completed ({} calls, {} ms after its first step)",
+                seq.id,
+                call_no - start.1 + 1,
+                now - start.0
+            )
+        });
     }
 }
 
@@ -51,7 +68,11 @@ pub(crate) fn commit(ctx: &Ctx<'_>, env: &mut Env<'_>) {
             if !ctx.caps.has_family(&seq.steps[k]) {
                 continue;
             }
-            let candidate = if k == 0 { Some((now, call_no)) } else { prog.best[k - 1].filter(|s| in_window(seq, *s, now, call_no)) };
+            let candidate = if k == 0 {
+                Some((now, call_no))
+            } else {
+                prog.best[k - 1].filter(|s| in_window(seq, *s, now, call_no))
+            };
             if let Some(c) = candidate {
                 if prog.best[k].is_none_or(|b| c > b) {
                     prog.best[k] = Some(c);

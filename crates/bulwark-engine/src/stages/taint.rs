@@ -12,11 +12,23 @@ use crate::state::Env;
 pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let taint = env.session.taint;
     let forbidden = ctx.policy.taint.forbidden(taint).intersection(ctx.caps);
-    ctx.explain(|| format!("session taint [{}]", taint.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")));
+    ctx.explain(|| {
+        format!(
+            "session taint [{}]",
+            taint
+                .iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    });
     if forbidden.is_empty() {
         return;
     }
-    let read = match (taint.contains(Taint::PrivateData), taint.contains(Taint::UntrustedInput)) {
+    let read = match (
+        taint.contains(Taint::PrivateData),
+        taint.contains(Taint::UntrustedInput),
+    ) {
         (true, true) => "private data and untrusted input",
         (true, false) => "private data",
         _ => "untrusted input",

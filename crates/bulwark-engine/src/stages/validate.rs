@@ -19,14 +19,28 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     let name = &call.tool.name;
     let invalid = |ctx: &mut Ctx<'_>, what: String| {
         let verdict = ctx.policy.on_error(ReasonCode::InvalidInput);
-        ctx.findings.push(Finding::new("validate.invalid_input", "input"));
-        ctx.raise(verdict, ReasonCode::InvalidInput, None, Some(Severity::High), what, Some("Send a well-formed call within the configured limits.".into()));
+        ctx.findings
+            .push(Finding::new("validate.invalid_input", "input"));
+        ctx.raise(
+            verdict,
+            ReasonCode::InvalidInput,
+            None,
+            Some(Severity::High),
+            what,
+            Some("Send a well-formed call within the configured limits.".into()),
+        );
     };
     if name.trim().is_empty() {
         return invalid(ctx, "The tool name is empty.".into());
     }
     if name.len() > limits.max_tool_name {
-        return invalid(ctx, format!("The tool name is longer than {} bytes.", limits.max_tool_name));
+        return invalid(
+            ctx,
+            format!(
+                "The tool name is longer than {} bytes.",
+                limits.max_tool_name
+            ),
+        );
     }
     if name.chars().any(char::is_control) {
         return invalid(ctx, "The tool name contains control characters.".into());
@@ -34,7 +48,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     if let Some(declared) = &call.tool.hash {
         let actual = sha256_hex(name.as_bytes());
         if !declared.eq_ignore_ascii_case(&actual) {
-            ctx.findings.push(Finding::new("validate.hash_mismatch", "integrity"));
+            ctx.findings
+                .push(Finding::new("validate.hash_mismatch", "integrity"));
             ctx.raise(
                 bulwark_policy::Verdict::Block,
                 ReasonCode::HashMismatch,
@@ -64,10 +79,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     if let Some(doc) = doc {
         let m = json::measure(doc, limits.max_depth);
         if m.depth > limits.max_depth {
-            return invalid(ctx, format!("The {what} nest deeper than {} levels.", limits.max_depth));
+            return invalid(
+                ctx,
+                format!("The {what} nest deeper than {} levels.", limits.max_depth),
+            );
         }
         if m.bytes > max_bytes {
-            return invalid(ctx, format!("The {what} are larger than {max_bytes} bytes."));
+            return invalid(
+                ctx,
+                format!("The {what} are larger than {max_bytes} bytes."),
+            );
         }
     }
     if call.direction == Direction::Definition && call.definition.is_none() {

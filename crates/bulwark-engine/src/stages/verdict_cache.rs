@@ -20,15 +20,33 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     match env.verdicts.get(&hash, ctx.now.mono_ms) {
         Some(Verdict::Block) => {
             ctx.explain(|| "cache hit: block".into());
-            ctx.raise(Verdict::Block, ReasonCode::CloudBlock, None, Some(Severity::High), format!("The fleet blocks {name:?}."), Some("Use another tool, or ask the operator.".into()));
+            ctx.raise(
+                Verdict::Block,
+                ReasonCode::CloudBlock,
+                None,
+                Some(Severity::High),
+                format!("The fleet blocks {name:?}."),
+                Some("Use another tool, or ask the operator.".into()),
+            );
         }
         Some(Verdict::Warn) => {
             ctx.explain(|| "cache hit: warn".into());
-            ctx.raise(Verdict::Warn, ReasonCode::CloudBlock, None, Some(Severity::Medium), format!("The fleet flags {name:?}."), None);
+            ctx.raise(
+                Verdict::Warn,
+                ReasonCode::CloudBlock,
+                None,
+                Some(Severity::Medium),
+                format!("The fleet flags {name:?}."),
+                None,
+            );
         }
         Some(_) => ctx.explain(|| "cache hit: allow".into()),
         None => {
-            let mode = ctx.policy.fleet.as_ref().map_or(FleetMode::SyncBlock, |f| f.mode);
+            let mode = ctx
+                .policy
+                .fleet
+                .as_ref()
+                .map_or(FleetMode::SyncBlock, |f| f.mode);
             ctx.escalation = Some(EscalationMode::from(mode));
             ctx.explain(|| format!("cache miss: escalate ({mode:?})"));
             match mode {

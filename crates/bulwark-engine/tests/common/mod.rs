@@ -22,11 +22,16 @@ impl Harness {
     pub fn with(policy: Policy) -> Harness {
         let engine = Engine::new(policy);
         let state = State::new(engine.policy());
-        Harness { engine, state, now: 0 }
+        Harness {
+            engine,
+            state,
+            now: 0,
+        }
     }
 
     pub fn eval(&mut self, call: &Call) -> Decision {
-        self.engine.evaluate(call, &mut self.state, Now::at(self.now))
+        self.engine
+            .evaluate(call, &mut self.state, Now::at(self.now))
     }
 
     pub fn req(&mut self, session: &str, tool: &str, args: Value) -> Decision {
