@@ -13,8 +13,8 @@ use bulwark_engine::{Call, Engine, Now, State};
 use bulwark_policy::Policy;
 use criterion::{Criterion, criterion_group, criterion_main};
 
-#[path = "workload.rs"]
-mod workload;
+mod support;
+use support as workload;
 
 fn bench(c: &mut Criterion) {
     let engine = Engine::new(Policy::builtin().unwrap());

@@ -8,8 +8,8 @@ use std::time::Instant;
 use bulwark_engine::{Engine, Now, State};
 use bulwark_policy::Policy;
 
-#[path = "workload.rs"]
-mod workload;
+mod support;
+use support as workload;
 
 fn percentiles(mut v: Vec<u64>) -> (f64, f64) {
     v.sort_unstable();

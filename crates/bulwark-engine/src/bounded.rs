@@ -51,11 +51,12 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
     pub fn get_or_insert_with(&mut self, key: &K, make: impl FnOnce() -> V) -> &mut V {
         self.tick += 1;
         let tick = self.tick;
-        if !self.entries.contains_key(key) && self.entries.len() >= self.limit {
-            if let Some((_, oldest)) = self.order.pop_first() {
-                self.entries.remove(&oldest);
-                self.evicted += 1;
-            }
+        if !self.entries.contains_key(key)
+            && self.entries.len() >= self.limit
+            && let Some((_, oldest)) = self.order.pop_first()
+        {
+            self.entries.remove(&oldest);
+            self.evicted += 1;
         }
         let slot = self
             .entries
@@ -72,11 +73,11 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
         self.tick += 1;
         if let Some((_, t)) = self.entries.remove(&key) {
             self.order.remove(&t);
-        } else if self.entries.len() >= self.limit {
-            if let Some((_, oldest)) = self.order.pop_first() {
-                self.entries.remove(&oldest);
-                self.evicted += 1;
-            }
+        } else if self.entries.len() >= self.limit
+            && let Some((_, oldest)) = self.order.pop_first()
+        {
+            self.entries.remove(&oldest);
+            self.evicted += 1;
         }
         self.order.insert(self.tick, key.clone());
         self.entries.insert(key, (value, self.tick));

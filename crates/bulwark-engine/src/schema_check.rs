@@ -61,15 +61,15 @@ fn check(schema: &Value, doc: &Value, at: &str, depth: usize) -> Result<(), Stri
             ));
         }
     }
-    if let Some(e) = s.get("enum").and_then(Value::as_array) {
-        if !e.contains(doc) {
-            return Err(format!("{}: not one of the allowed values", display(at)));
-        }
+    if let Some(e) = s.get("enum").and_then(Value::as_array)
+        && !e.contains(doc)
+    {
+        return Err(format!("{}: not one of the allowed values", display(at)));
     }
-    if let Some(c) = s.get("const") {
-        if c != doc {
-            return Err(format!("{}: must be {c}", display(at)));
-        }
+    if let Some(c) = s.get("const")
+        && c != doc
+    {
+        return Err(format!("{}: must be {c}", display(at)));
     }
     match doc {
         Value::Object(o) => object(s, o, at, depth)?,
@@ -103,10 +103,10 @@ fn check(schema: &Value, doc: &Value, at: &str, depth: usize) -> Result<(), Stri
             }
             if let Some(p) = s.get("pattern").and_then(Value::as_str) {
                 // A schema's pattern that does not compile cannot be enforced; skip it.
-                if let Ok(re) = regex::RegexBuilder::new(p).size_limit(1 << 20).build() {
-                    if !re.is_match(st) {
-                        return Err(format!("{}: does not match the pattern {p:?}", display(at)));
-                    }
+                if let Ok(re) = regex::RegexBuilder::new(p).size_limit(1 << 20).build()
+                    && !re.is_match(st)
+                {
+                    return Err(format!("{}: does not match the pattern {p:?}", display(at)));
                 }
             }
         }
@@ -130,17 +130,16 @@ fn check(schema: &Value, doc: &Value, at: &str, depth: usize) -> Result<(), Stri
         }
     }
     for key in ["anyOf", "oneOf"] {
-        if let Some(alts) = s.get(key).and_then(Value::as_array) {
-            if !alts.is_empty()
-                && !alts
-                    .iter()
-                    .any(|sub| check(sub, doc, at, depth + 1).is_ok())
-            {
-                return Err(format!(
-                    "{}: matches none of the {key} alternatives",
-                    display(at)
-                ));
-            }
+        if let Some(alts) = s.get(key).and_then(Value::as_array)
+            && !alts.is_empty()
+            && !alts
+                .iter()
+                .any(|sub| check(sub, doc, at, depth + 1).is_ok())
+        {
+            return Err(format!(
+                "{}: matches none of the {key} alternatives",
+                display(at)
+            ));
         }
     }
     Ok(())

@@ -84,10 +84,10 @@ fn check(
     schemes: &[&str],
     internal_ok: impl Fn(&Host) -> bool,
 ) -> Option<SsrfFinding> {
-    if let Some(scheme) = &d.scheme {
-        if !schemes.iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
-            return Some(SsrfFinding::Scheme(scheme.clone()));
-        }
+    if let Some(scheme) = &d.scheme
+        && !schemes.iter().any(|s| s.eq_ignore_ascii_case(scheme))
+    {
+        return Some(SsrfFinding::Scheme(scheme.clone()));
     }
     for host in d.hosts() {
         let class = host.class();

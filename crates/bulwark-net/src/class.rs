@@ -289,10 +289,10 @@ pub fn classify_domain(name: &str) -> HostClass {
     {
         return HostClass::RebindingName;
     }
-    if let Some(ip) = ip_in_labels(name) {
-        if classify_ip(ip).is_internal() {
-            return HostClass::RebindingName;
-        }
+    if let Some(ip) = ip_in_labels(name)
+        && classify_ip(ip).is_internal()
+    {
+        return HostClass::RebindingName;
     }
     HostClass::PublicName
 }
@@ -306,10 +306,9 @@ fn ip_in_labels(name: &str) -> Option<IpAddr> {
         if labels[..4]
             .iter()
             .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+            && let Ok(ip) = dotted.parse::<Ipv4Addr>()
         {
-            if let Ok(ip) = dotted.parse::<Ipv4Addr>() {
-                return Some(IpAddr::V4(ip));
-            }
+            return Some(IpAddr::V4(ip));
         }
     }
     for label in labels.iter().take(labels.len().saturating_sub(1)) {
@@ -320,25 +319,23 @@ fn ip_in_labels(name: &str) -> Option<IpAddr> {
             if tail
                 .iter()
                 .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+                && let Ok(ip) = tail.join(".").parse::<Ipv4Addr>()
             {
-                if let Ok(ip) = tail.join(".").parse::<Ipv4Addr>() {
-                    return Some(IpAddr::V4(ip));
-                }
+                return Some(IpAddr::V4(ip));
             }
             // dashed IPv6, as sslip.io answers "--1" for ::1
         }
-        if label.contains("--") {
-            if let Ok(ip) = label.replace('-', ":").parse::<Ipv6Addr>() {
-                return Some(IpAddr::V6(ip));
-            }
+        if label.contains("--")
+            && let Ok(ip) = label.replace('-', ":").parse::<Ipv6Addr>()
+        {
+            return Some(IpAddr::V6(ip));
         }
         if label.len() == 8
             && label.bytes().all(|b| b.is_ascii_hexdigit())
             && label.bytes().any(|b| b.is_ascii_digit())
+            && let Ok(n) = u32::from_str_radix(label, 16)
         {
-            if let Ok(n) = u32::from_str_radix(label, 16) {
-                return Some(IpAddr::V4(Ipv4Addr::from(n)));
-            }
+            return Some(IpAddr::V4(Ipv4Addr::from(n)));
         }
     }
     None

@@ -39,13 +39,13 @@ pub(crate) fn compile(
     let mut issues = Issues::default();
     let mut pack_errors: Vec<PolicyError> = Vec::new();
 
-    if let Some(v) = &raw.version {
-        if v.value != 1 {
-            issues.at(
-                v.referenced,
-                format!("unsupported version {}: expected 1", v.value),
-            );
-        }
+    if let Some(v) = &raw.version
+        && v.value != 1
+    {
+        issues.at(
+            v.referenced,
+            format!("unsupported version {}: expected 1", v.value),
+        );
     }
 
     let mut hasher = Sha256::new();
@@ -503,10 +503,10 @@ fn condition(m: &schema::MatchEntry, at: Location, issues: &mut Issues) -> Condi
             all.push(Condition::Arg { pointer: ptr, test });
         }
     }
-    if let Some(t) = &m.text {
-        if let Some(re) = regex(t, issues) {
-            all.push(Condition::Text(re));
-        }
+    if let Some(t) = &m.text
+        && let Some(re) = regex(t, issues)
+    {
+        all.push(Condition::Text(re));
     }
     if let Some(any) = &m.any {
         if any.is_empty() {

@@ -107,10 +107,10 @@ pub fn field<'a>(v: &'a Value, keys: &[&str]) -> Option<(String, &'a str)> {
     let obj = v.as_object()?;
     for want in keys {
         for (k, x) in obj {
-            if k.eq_ignore_ascii_case(want) {
-                if let Some(s) = x.as_str() {
-                    return Some((format!("/{}", k.replace('~', "~0").replace('/', "~1")), s));
-                }
+            if k.eq_ignore_ascii_case(want)
+                && let Some(s) = x.as_str()
+            {
+                return Some((format!("/{}", k.replace('~', "~0").replace('/', "~1")), s));
             }
         }
     }

@@ -431,10 +431,8 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
             }
             None => {
                 facts.capabilities.insert(Capability::ExecArbitrary);
-                if cmd.piped_in || args.iter().all(|a| a.starts_with('-')) {
-                    if cmd.piped_in {
-                        facts.add("shell.pipe_to_shell");
-                    }
+                if cmd.piped_in {
+                    facts.add("shell.pipe_to_shell");
                 }
             }
         }
@@ -465,11 +463,9 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
                 .extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
         }
         p if p.starts_with("mkfs.") => facts.capabilities.insert(Capability::ExecIrreversible),
-        "dd" => {
-            if args.iter().any(|a| a.starts_with("of=")) {
-                facts.capabilities.insert(Capability::FsWrite);
-                facts.capabilities.insert(Capability::ExecIrreversible);
-            }
+        "dd" if args.iter().any(|a| a.starts_with("of=")) => {
+            facts.capabilities.insert(Capability::FsWrite);
+            facts.capabilities.insert(Capability::ExecIrreversible);
         }
         "mv" | "cp" | "touch" | "mkdir" | "tee" | "chmod" | "chown" | "ln" | "install"
         | "rmdir" | "unlink" => {
@@ -551,10 +547,9 @@ fn classify_command(cmd: &SimpleCommand, depth: usize, facts: &mut Facts) {
                         | "ftp"
                         | "tftp"
                 )
+                && let Some(h) = args.iter().find(|a| !a.starts_with('-'))
             {
-                if let Some(h) = args.iter().find(|a| !a.starts_with('-')) {
-                    dests.push(h.rsplit('@').next().unwrap_or(h).to_string());
-                }
+                dests.push(h.rsplit('@').next().unwrap_or(h).to_string());
             }
             facts.destinations.extend(dests);
         }

@@ -111,7 +111,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     if let Some(d) = &call.destination {
         dests.push(d.clone());
     }
-    dests.extend(facts.destinations.drain(..));
+    dests.append(&mut facts.destinations);
 
     // Paths.
     let mut paths: Vec<String> = Vec::new();

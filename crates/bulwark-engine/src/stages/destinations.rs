@@ -60,15 +60,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
             ));
             break;
         }
-        if !policy.allow.is_empty() {
-            if let Some(h) = dest.hosts().find(|h| !policy.allow.allows(h)) {
-                refusal = Some((
-                    "dest.unlisted",
-                    format!("Destination {h} is not on the allowlist."),
-                    "Use an allowlisted host, or ask the operator to add this one.",
-                ));
-                break;
-            }
+        if !policy.allow.is_empty()
+            && let Some(h) = dest.hosts().find(|h| !policy.allow.allows(h))
+        {
+            refusal = Some((
+                "dest.unlisted",
+                format!("Destination {h} is not on the allowlist."),
+                "Use an allowlisted host, or ask the operator to add this one.",
+            ));
+            break;
         }
     }
     if let Some((rule, reason, safer)) = refusal {

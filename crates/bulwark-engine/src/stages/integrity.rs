@@ -63,20 +63,20 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         .spec
         .and_then(|s| s.input_schema.as_ref())
         .or_else(|| pin.map(|p| &p.input_schema).filter(|s| !s.is_null()));
-    if let Some(schema) = schema {
-        if let Err(why) = schema_check::validate(schema, &call.args) {
-            let verdict = ctx.policy.on_error(ReasonCode::SchemaInvalid);
-            ctx.findings
-                .push(Finding::new("integrity.schema", "schema"));
-            ctx.raise(
-                verdict,
-                ReasonCode::SchemaInvalid,
-                None,
-                Some(Severity::Medium),
-                format!("The arguments do not match {name:?}'s input schema: {why}."),
-                Some("Call the tool with the arguments its schema declares.".into()),
-            );
-        }
+    if let Some(schema) = schema
+        && let Err(why) = schema_check::validate(schema, &call.args)
+    {
+        let verdict = ctx.policy.on_error(ReasonCode::SchemaInvalid);
+        ctx.findings
+            .push(Finding::new("integrity.schema", "schema"));
+        ctx.raise(
+            verdict,
+            ReasonCode::SchemaInvalid,
+            None,
+            Some(Severity::Medium),
+            format!("The arguments do not match {name:?}'s input schema: {why}."),
+            Some("Call the tool with the arguments its schema declares.".into()),
+        );
     }
 }
 
@@ -115,15 +115,15 @@ fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         }
         return;
     }
-    if server.is_some() {
-        if let Some(other) = env
+    if server.is_some()
+        && let Some(other) = env
             .pins
             .other_server(server, name)
             .filter(|o| !o.is_empty())
-        {
-            ctx.findings
-                .push(Finding::new("integrity.shadowing", "poisoning"));
-            ctx.raise(
+    {
+        ctx.findings
+            .push(Finding::new("integrity.shadowing", "poisoning"));
+        ctx.raise(
                 Verdict::Block,
                 ReasonCode::ToolPoisoning,
                 None,
@@ -131,7 +131,6 @@ fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
                 format!("Tool {name:?} is already offered by server {other:?}; a second server with the same name shadows it."),
                 Some("Rename one of the tools, or prefix tools by server.".into()),
             );
-        }
     }
 }
 

@@ -39,20 +39,22 @@ fn wait(b: &mut ScopeBuckets, spec: &BucketSpec, draw: Draw, now: u64) -> (u64, 
 }
 
 fn take(b: &mut ScopeBuckets, spec: &BucketSpec, draw: Draw) {
-    if spec.calls.is_some() {
-        if let Some(x) = b.calls.as_mut() {
-            x.take();
-        }
+    if spec.calls.is_some()
+        && let Some(x) = b.calls.as_mut()
+    {
+        x.take();
     }
-    if spec.network.is_some() && draw.network {
-        if let Some(x) = b.network.as_mut() {
-            x.take();
-        }
+    if spec.network.is_some()
+        && draw.network
+        && let Some(x) = b.network.as_mut()
+    {
+        x.take();
     }
-    if spec.actuate.is_some() && draw.actuate {
-        if let Some(x) = b.actuate.as_mut() {
-            x.take();
-        }
+    if spec.actuate.is_some()
+        && draw.actuate
+        && let Some(x) = b.actuate.as_mut()
+    {
+        x.take();
     }
 }
 
@@ -100,7 +102,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         );
     }
     if let Some(spec) = &rate.global {
-        consider(wait(&mut env.global_buckets, spec, draw, now), "global");
+        consider(wait(env.global_buckets, spec, draw, now), "global");
     }
 
     if worst.0 > 0 {
@@ -142,6 +144,6 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         );
     }
     if let Some(spec) = &rate.global {
-        take(&mut env.global_buckets, spec, draw);
+        take(env.global_buckets, spec, draw);
     }
 }

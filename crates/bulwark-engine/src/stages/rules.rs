@@ -81,12 +81,16 @@ fn eval(c: &Condition, s: &Subject<'_>, hit: &mut Hit) -> bool {
 }
 
 fn applies(rule: &Rule, d: Direction) -> bool {
-    rule.scopes.iter().any(|s| match (s, d) {
-        (RuleScope::ToolCall, Direction::Request | Direction::Proposal) => true,
-        (RuleScope::LlmResponse, Direction::Proposal) => true,
-        (RuleScope::ToolResult, Direction::Response) => true,
-        (RuleScope::ToolDescription, Direction::Definition) => true,
-        _ => false,
+    rule.scopes.iter().any(|s| {
+        matches!(
+            (s, d),
+            (
+                RuleScope::ToolCall,
+                Direction::Request | Direction::Proposal
+            ) | (RuleScope::LlmResponse, Direction::Proposal)
+                | (RuleScope::ToolResult, Direction::Response)
+                | (RuleScope::ToolDescription, Direction::Definition)
+        )
     })
 }
 

@@ -73,10 +73,10 @@ pub(crate) fn commit(ctx: &Ctx<'_>, env: &mut Env<'_>) {
             } else {
                 prog.best[k - 1].filter(|s| in_window(seq, *s, now, call_no))
             };
-            if let Some(c) = candidate {
-                if prog.best[k].is_none_or(|b| c > b) {
-                    prog.best[k] = Some(c);
-                }
+            if let Some(c) = candidate
+                && prog.best[k].is_none_or(|b| c > b)
+            {
+                prog.best[k] = Some(c);
             }
         }
     }
