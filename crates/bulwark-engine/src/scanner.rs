@@ -1,9 +1,8 @@
 //! The content stage's seam: a scanner that reads payload strings and reports findings.
 //!
 //! The engine decides what a finding *does* (per category and direction, from policy);
-//! the scanner only says what is there and where. `bulwark-scan` provides the real one; an
-//! engine built without a scanner reports that it scanned nothing, never that content is
-//! clean (see [`NoScanner`]).
+//! the scanner only says what is there and where. [`BuiltinScanner`] wraps `bulwark-scan`;
+//! [`NoScanner`] exists for tests of the other stages.
 
 use bulwark_policy::{ContentCategory, Severity};
 
@@ -30,8 +29,9 @@ pub struct ContentFinding {
     pub string: usize,
     /// Byte span within that string.
     pub span: [usize; 2],
-    /// The placeholder to put in place of the span when masking.
-    pub placeholder: Option<String>,
+    /// What to call the value in a placeholder (`aws_access_key`); the engine numbers it
+    /// per session: `[REDACTED:SECRET:aws_access_key:1]`.
+    pub label: String,
 }
 
 /// What a scan produced.
@@ -50,9 +50,71 @@ pub trait ContentScanner: Send + Sync + std::fmt::Debug {
     fn scan(&self, input: &ScanInput<'_>) -> ScanOutput;
 }
 
-/// The scanner of an engine that has none. It reports every input as read with no
-/// findings; the engine records `content_scanner: none` in `policy explain` so nobody
-/// mistakes this for a clean bill.
+/// The built-in scanner (`bulwark-scan`), as the content stage's scanner.
+#[derive(Debug)]
+pub struct BuiltinScanner(pub bulwark_scan::Scanner);
+
+fn category(c: bulwark_scan::Category) -> ContentCategory {
+    use bulwark_scan::Category as S;
+    match c {
+        S::Secret => ContentCategory::Secret,
+        S::Pii => ContentCategory::Pii,
+        S::Injection => ContentCategory::Injection,
+        S::Prefill => ContentCategory::Prefill,
+        S::Concealment => ContentCategory::Concealment,
+        S::Poisoning => ContentCategory::Poisoning,
+        S::HiddenText => ContentCategory::HiddenText,
+        S::Exfil => ContentCategory::Exfil,
+    }
+}
+
+fn severity(s: bulwark_scan::Severity) -> Severity {
+    match s {
+        bulwark_scan::Severity::Low => Severity::Low,
+        bulwark_scan::Severity::Medium => Severity::Medium,
+        bulwark_scan::Severity::High => Severity::High,
+        bulwark_scan::Severity::Critical => Severity::Critical,
+    }
+}
+
+impl ContentScanner for BuiltinScanner {
+    fn scan(&self, input: &ScanInput<'_>) -> ScanOutput {
+        let scope = match input.direction {
+            Direction::Response => bulwark_scan::Scope::Response,
+            Direction::Definition => bulwark_scan::Scope::Definition,
+            Direction::Request | Direction::Proposal => bulwark_scan::Scope::Request,
+        };
+        let mut out = ScanOutput { findings: Vec::new(), complete: true };
+        for (i, text) in input.strings.iter().enumerate() {
+            match self.0.scan(text, scope) {
+                Ok(found) => out.findings.extend(found.into_iter().map(|f| ContentFinding {
+                    category: category(f.category),
+                    rule_id: f.rule_id.to_string(),
+                    severity: severity(f.severity),
+                    string: i,
+                    span: [f.span.0, f.span.1],
+                    label: f.label.to_string(),
+                })),
+                Err(_) => out.complete = false,
+            }
+        }
+        out
+    }
+}
+
+/// A scanner that could not be built: every scan reports itself incomplete, so the
+/// content stage fails closed (`ANALYSIS_UNAVAILABLE`).
+#[derive(Debug)]
+pub struct Unavailable;
+
+impl ContentScanner for Unavailable {
+    fn scan(&self, _input: &ScanInput<'_>) -> ScanOutput {
+        ScanOutput { findings: Vec::new(), complete: false }
+    }
+}
+
+/// A scanner that finds nothing, for testing the other stages in isolation. Engines use
+/// [`BuiltinScanner`] unless told otherwise.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoScanner;
 

@@ -36,6 +36,45 @@ pub struct SequenceProgress {
     pub best: Vec<Option<(u64, u64)>>,
 }
 
+/// Most distinct masked values a session numbers; beyond it the oldest are forgotten (a
+/// value seen again after that gets a new number).
+pub const MAX_MASKED_VALUES: usize = 256;
+
+/// Placeholder numbers: the same value gets the same placeholder within a session.
+#[derive(Clone, Debug, Default)]
+pub struct MaskBook {
+    ids: VecDeque<(u64, u32)>,
+    counters: Vec<(String, u32)>,
+}
+
+impl MaskBook {
+    /// The number for `value` under `label`, assigning the next one on first sight.
+    pub fn number(&mut self, label: &str, value: &str) -> u32 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (label, value).hash(&mut h);
+        let key = h.finish();
+        if let Some(&(_, n)) = self.ids.iter().find(|(k, _)| *k == key) {
+            return n;
+        }
+        let n = match self.counters.iter_mut().find(|(l, _)| l == label) {
+            Some((_, c)) => {
+                *c += 1;
+                *c
+            }
+            None => {
+                self.counters.push((label.to_string(), 1));
+                1
+            }
+        };
+        if self.ids.len() == MAX_MASKED_VALUES {
+            self.ids.pop_front();
+        }
+        self.ids.push_back((key, n));
+        n
+    }
+}
+
 /// One session.
 #[derive(Clone, Debug, Default)]
 pub struct Session {
@@ -57,6 +96,8 @@ pub struct Session {
     pub sequences: Vec<SequenceProgress>,
     /// The policy version the sequence progress belongs to.
     pub sequences_version: String,
+    /// Placeholder numbers for masked values.
+    pub masks: MaskBook,
 }
 
 impl Session {

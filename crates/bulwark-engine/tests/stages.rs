@@ -358,7 +358,7 @@ impl ContentScanner for Marker {
                     severity: Severity::High,
                     string: i,
                     span: [at, end],
-                    placeholder: Some("[REDACTED:SECRET:aws_access_key:1]".into()),
+                    label: "aws_access_key".into(),
                 });
             }
             if let Some(at) = s.find("IGNORE") {
@@ -368,7 +368,7 @@ impl ContentScanner for Marker {
                     severity: Severity::High,
                     string: i,
                     span: [at, at + 6],
-                    placeholder: None,
+                    label: "injection".into(),
                 });
             }
         }

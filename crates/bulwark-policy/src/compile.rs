@@ -691,6 +691,9 @@ fn content(c: &schema::Content) -> ContentPolicy {
         response,
         definition,
         max_scan_bytes: c.max_scan_bytes.unwrap_or(4 << 20),
+        threshold_request: c.thresholds.request.unwrap_or(Severity::Medium),
+        threshold_response: c.thresholds.response.unwrap_or(Severity::Medium),
+        threshold_definition: c.thresholds.definition.unwrap_or(Severity::Low),
     }
 }
 

@@ -233,6 +233,12 @@ pub struct ContentPolicy {
     pub definition: CategoryTable,
     /// Largest text scanned.
     pub max_scan_bytes: usize,
+    /// Minimum severity to act on, for requests.
+    pub threshold_request: Severity,
+    /// Minimum severity to act on, for results.
+    pub threshold_response: Severity,
+    /// Minimum severity to act on, for definitions.
+    pub threshold_definition: Severity,
 }
 
 /// Destination policy.

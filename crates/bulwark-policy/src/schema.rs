@@ -246,6 +246,21 @@ pub struct Content {
     pub definition: CategoryActions,
     /// Largest text the scanner reads; anything larger is `INVALID_INPUT`.
     pub max_scan_bytes: Option<usize>,
+    /// Findings below these severities are reported but do not act (seed 000's scope table).
+    #[serde(default)]
+    pub thresholds: Thresholds,
+}
+
+/// Minimum severity for a finding to act, per direction.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thresholds {
+    /// Requests and proposals (default medium).
+    pub request: Option<Severity>,
+    /// Results (default medium).
+    pub response: Option<Severity>,
+    /// Definitions (default low).
+    pub definition: Option<Severity>,
 }
 
 /// One action per content category; unset categories keep their defaults.

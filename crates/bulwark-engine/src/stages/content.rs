@@ -17,6 +17,7 @@ use crate::analysis::json;
 use crate::call::Direction;
 use crate::decision::Finding;
 use crate::pipeline::Ctx;
+use crate::state::Env;
 use crate::scanner::{ContentFinding, ScanInput};
 
 fn code_for(c: ContentCategory) -> ReasonCode {
@@ -72,7 +73,7 @@ fn reason_for(c: ContentCategory, direction: Direction) -> (&'static str, &'stat
     }
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let call = ctx.call;
     let definition_doc;
     let doc: &Value = match (call.direction, &call.definition) {
@@ -120,9 +121,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         _ if networked => &c.request,
         _ => &c.request_offline,
     };
-    let mut to_mask: Vec<&ContentFinding> = Vec::new();
+    let threshold = match call.direction {
+        Direction::Response => c.threshold_response,
+        Direction::Definition => c.threshold_definition,
+        _ => c.threshold_request,
+    };
+    let mut to_mask: Vec<(&ContentFinding, String)> = Vec::new();
     for f in &out.findings {
-        let action = table.get(f.category);
+        // Below the direction's threshold a finding is reported, not acted on.
+        let action = if f.severity < threshold { Verdict::Allow } else { table.get(f.category) };
         let pointer = json::pointer_of(doc, f.string);
         ctx.findings.push(Finding {
             rule_id: f.rule_id.clone(),
@@ -144,7 +151,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
             continue;
         }
         if action == Verdict::Mask {
-            to_mask.push(f);
+            let value = strings.get(f.string).and_then(|t| t.get(f.span[0]..f.span[1])).unwrap_or_default();
+            let n = env.session.masks.number(&f.label, value);
+            to_mask.push((f, format!("[REDACTED:{}:{}:{n}]", f.category.as_str().to_uppercase(), f.label)));
         }
         let (reason, safer) = reason_for(f.category, call.direction);
         ctx.raise(
@@ -162,30 +171,27 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
 }
 
 /// The payload with each masked span replaced by its placeholder, still valid JSON.
-fn mask(doc: &Value, strings: &[&str], findings: &[&ContentFinding]) -> Value {
+fn mask(doc: &Value, strings: &[&str], findings: &[(&ContentFinding, String)]) -> Value {
     let mut out = doc.clone();
     for (i, text) in strings.iter().enumerate() {
-        let mut spans: Vec<&ContentFinding> =
-            findings.iter().copied().filter(|f| f.string == i).collect();
+        let mut spans: Vec<&(&ContentFinding, String)> = findings.iter().filter(|(f, _)| f.string == i).collect();
         if spans.is_empty() {
             continue;
         }
-        spans.sort_by_key(|f| f.span[0]);
+        spans.sort_by_key(|(f, _)| f.span[0]);
         let mut masked = String::with_capacity(text.len());
         let mut at = 0;
-        for f in spans {
+        for (f, placeholder) in spans {
             let [s, e] = f.span;
             if s < at || e > text.len() || !text.is_char_boundary(s) || !text.is_char_boundary(e) {
                 continue;
             }
             masked.push_str(&text[at..s]);
-            masked.push_str(f.placeholder.as_deref().unwrap_or("[REDACTED]"));
+            masked.push_str(placeholder);
             at = e;
         }
         masked.push_str(&text[at..]);
-        let Some(pointer) = json::pointer_of(doc, i) else {
-            continue;
-        };
+        let Some(pointer) = json::pointer_of(doc, i) else { continue };
         if pointer.is_empty() {
             out = Value::String(masked);
         } else if let Some(slot) = out.pointer_mut(&pointer) {

@@ -123,7 +123,7 @@ pub(crate) fn run(stage: Stage, ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         Stage::Rate => rate::run(ctx, env),
         Stage::Loop => loop_guard::run(ctx, env),
         Stage::Integrity => integrity::run(ctx, env),
-        Stage::Content => content::run(ctx),
+        Stage::Content => content::run(ctx, env),
         Stage::Destinations => destinations::run(ctx),
         Stage::Taint => taint::run(ctx, env),
         Stage::Sequences => sequences::run(ctx, env),

@@ -1,0 +1,163 @@
+//! The normalised view the phrase detectors read: compatibility forms folded (NFKC, per
+//! character), look-alike letters mapped to ASCII, case folded, invisible characters
+//! dropped, and whitespace runs collapsed — with a map from every normalised byte back to
+//! the original, so findings still point at the text as it was.
+//!
+//! Secrets are matched on the raw text instead: they are ASCII by construction, and folding
+//! could turn innocent text into something key-shaped.
+
+use icu_normalizer::ComposingNormalizerBorrowed;
+
+/// Characters people cannot see: zero-width, joiners, word joiner, BOM, soft hyphen,
+/// invisible math operators, Mongolian vowel separator, Hangul fillers, tag characters,
+/// variation selectors, and bidi embedding, override and isolate controls.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}' | '\u{180E}'
+        | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}'
+        | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{E0000}'..='\u{E007F}' | '\u{E0100}'..='\u{E01EF}')
+}
+
+/// Bidi embedding, override and isolate controls (the "Trojan Source" set).
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Unicode tag characters, which can spell out ASCII invisibly.
+pub fn is_tag(c: char) -> bool {
+    ('\u{E0000}'..='\u{E007F}').contains(&c)
+}
+
+/// Letters from other scripts that look like ASCII letters, mapped to them.
+fn confusable(c: char) -> Option<char> {
+    Some(match c {
+        // Cyrillic
+        'а' | 'А' => 'a', 'в' | 'В' => 'b', 'с' | 'С' => 'c', 'е' | 'Е' | 'ё' | 'Ё' => 'e', 'н' | 'Н' => 'h', 'і' | 'І' => 'i', 'ј' | 'Ј' => 'j',
+        'к' | 'К' => 'k', 'м' | 'М' => 'm', 'о' | 'О' => 'o', 'р' | 'Р' => 'p', 'ѕ' | 'Ѕ' => 's', 'т' | 'Т' => 't', 'у' | 'У' => 'y', 'х' | 'Х' => 'x',
+        'ԁ' => 'd', 'ԛ' => 'q', 'ԝ' => 'w', 'ӏ' | 'Ӏ' => 'l',
+        // Greek
+        'α' | 'Α' => 'a', 'β' | 'Β' => 'b', 'ε' | 'Ε' => 'e', 'η' | 'Η' => 'h', 'ι' | 'Ι' => 'i', 'κ' | 'Κ' => 'k', 'μ' | 'Μ' => 'm', 'ν' | 'Ν' => 'n',
+        'ο' | 'Ο' => 'o', 'ρ' | 'Ρ' => 'p', 'τ' | 'Τ' => 't', 'υ' | 'Υ' => 'y', 'χ' | 'Χ' => 'x', 'ζ' | 'Ζ' => 'z',
+        // Latin look-alikes outside ASCII that NFKC keeps
+        'ı' => 'i', 'ȷ' => 'j', 'ɡ' => 'g', 'ɑ' => 'a', 'ʏ' => 'y', 'ᴀ' => 'a', 'ʀ' => 'r', 'ꜱ' => 's', 'ᴛ' => 't', 'ᴇ' => 'e', 'ɪ' => 'i', 'ɴ' => 'n',
+        'ᴏ' => 'o', 'ᴜ' => 'u', 'ʜ' => 'h', 'ᴍ' => 'm', 'ᴋ' => 'k', 'ʟ' => 'l', 'ᴅ' => 'd', 'ᴄ' => 'c', 'ᴘ' => 'p', 'ᴡ' => 'w', 'ᴠ' => 'v', 'ᴢ' => 'z',
+        // Punctuation people swap in
+        '‘' | '’' | '‚' | '‛' | '′' | '`' => '\'', '“' | '”' | '„' | '‟' | '″' => '"', '‐' | '‑' | '‒' | '–' | '—' | '―' | '−' => '-',
+        _ => return None,
+    })
+}
+
+/// The normalised text and the way back to the original.
+#[derive(Debug, Default)]
+pub struct Normalized {
+    /// Lower-case, folded, single-spaced text.
+    pub text: String,
+    /// For each byte of `text`, the byte offset in the original where it came from.
+    pub origin: Vec<u32>,
+    /// Invisible characters seen: `(offset, char)` for the first few of each kind.
+    pub invisible: Vec<(usize, char)>,
+}
+
+impl Normalized {
+    /// The original byte range behind `start..end` of the normalised text.
+    pub fn original_span(&self, start: usize, end: usize, original: &str) -> (usize, usize) {
+        let len = original.len();
+        let s = (self.origin.get(start).copied().unwrap_or(len as u32) as usize).min(len);
+        let e = match end.checked_sub(1).and_then(|i| self.origin.get(i)) {
+            // The last normalised byte maps to the start of its source char; extend to its end.
+            Some(&o) => {
+                let o = (o as usize).min(len);
+                o + original[o..].chars().next().map_or(0, char::len_utf8)
+            }
+            None => s,
+        };
+        (s, e.clamp(s, len))
+    }
+}
+
+/// Most invisible characters recorded individually; the rest are counted in one finding.
+const MAX_INVISIBLE: usize = 64;
+
+/// Builds the normalised view of `text`.
+pub fn normalize(text: &str) -> Normalized {
+    let nfkc = ComposingNormalizerBorrowed::new_nfkc();
+    let mut out = Normalized { text: String::with_capacity(text.len()), origin: Vec::with_capacity(text.len()), invisible: Vec::new() };
+    let mut last_space = true;
+    let mut buf = [0u8; 4];
+    for (off, c) in text.char_indices() {
+        let push = |out: &mut Normalized, ch: char, last_space: &mut bool| {
+            let ch = if ch.is_whitespace() { ' ' } else { ch };
+            if ch == ' ' {
+                if *last_space {
+                    return;
+                }
+                *last_space = true;
+            } else {
+                *last_space = false;
+            }
+            for lc in ch.to_lowercase() {
+                let s = lc.encode_utf8(&mut [0u8; 4]).len();
+                out.text.push(lc);
+                out.origin.extend(std::iter::repeat_n(off as u32, s));
+            }
+        };
+        if c.is_ascii() {
+            push(&mut out, c, &mut last_space);
+            continue;
+        }
+        if is_invisible(c) {
+            if out.invisible.len() < MAX_INVISIBLE {
+                out.invisible.push((off, c));
+            }
+            continue;
+        }
+        if let Some(a) = confusable(c) {
+            push(&mut out, a, &mut last_space);
+            continue;
+        }
+        let folded = nfkc.normalize(c.encode_utf8(&mut buf));
+        for fc in folded.chars() {
+            let fc = confusable(fc).unwrap_or(fc);
+            if !is_invisible(fc) {
+                push(&mut out, fc, &mut last_space);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_what_people_use_to_hide_words() {
+        let cases = [
+            ("IGNORE  Previous\n\tinstructions", "ignore previous instructions"),
+            ("ｉｇｎｏｒｅ ｐｒｅｖｉｏｕｓ", "ignore previous"),
+            ("іgnоrе", "ignore"),
+            ("ig\u{200B}no\u{200D}re", "ignore"),
+            ("𝐢𝐠𝐧𝐨𝐫𝐞", "ignore"),
+            ("don’t tell", "don't tell"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(normalize(input).text, want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn spans_map_back() {
+        let src = "xx ｉｇｎｏｒｅ yy";
+        let n = normalize(src);
+        let at = n.text.find("ignore").unwrap();
+        let (s, e) = n.original_span(at, at + 6, src);
+        assert_eq!(&src[s..e], "ｉｇｎｏｒｅ");
+    }
+
+    #[test]
+    fn records_invisible_characters() {
+        let n = normalize("a\u{200B}b\u{E0041}c\u{202E}");
+        assert_eq!(n.invisible.len(), 3);
+        assert_eq!(n.text, "abc");
+    }
+}
