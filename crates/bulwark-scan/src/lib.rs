@@ -81,7 +81,7 @@ impl Scanner {
     /// Only if a built-in detector table is broken, which this crate's tests rule out.
     pub fn new() -> Result<Scanner, RuleError> {
         let raw_defs: Vec<rules::RuleDef> = secrets::RULES.iter().chain(pii::RULES).chain(phrases::RAW).copied().collect();
-        Ok(Scanner { raw: RuleSet::new(&raw_defs)?, normalized: RuleSet::new(phrases::NORMALIZED)?, max_bytes: DEFAULT_MAX_BYTES })
+        Ok(Scanner { raw: RuleSet::new(&raw_defs, true)?, normalized: RuleSet::new(phrases::NORMALIZED, false)?, max_bytes: DEFAULT_MAX_BYTES })
     }
 
     /// The same scanner with a different input limit.

@@ -80,50 +80,77 @@ const MAX_INVISIBLE: usize = 64;
 
 /// Builds the normalised view of `text`.
 pub fn normalize(text: &str) -> Normalized {
-    let nfkc = ComposingNormalizerBorrowed::new_nfkc();
     let mut out = Normalized { text: String::with_capacity(text.len()), origin: Vec::with_capacity(text.len()), invisible: Vec::new() };
+    // Work on bytes: ASCII (the bulk of tool traffic) takes the fast path; other characters
+    // are folded one by one.
+    let mut buf: Vec<u8> = Vec::with_capacity(text.len());
     let mut last_space = true;
-    let mut buf = [0u8; 4];
-    for (off, c) in text.char_indices() {
-        let push = |out: &mut Normalized, ch: char, last_space: &mut bool| {
-            let ch = if ch.is_whitespace() { ' ' } else { ch };
-            if ch == ' ' {
-                if *last_space {
-                    return;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii() {
+            if b.is_ascii_whitespace() || b == 0x0b {
+                if !last_space {
+                    buf.push(b' ');
+                    out.origin.push(i as u32);
+                    last_space = true;
                 }
-                *last_space = true;
             } else {
-                *last_space = false;
+                buf.push(b.to_ascii_lowercase());
+                out.origin.push(i as u32);
+                last_space = false;
             }
-            for lc in ch.to_lowercase() {
-                let s = lc.encode_utf8(&mut [0u8; 4]).len();
-                out.text.push(lc);
-                out.origin.extend(std::iter::repeat_n(off as u32, s));
-            }
-        };
-        if c.is_ascii() {
-            push(&mut out, c, &mut last_space);
+            i += 1;
             continue;
         }
-        if is_invisible(c) {
-            if out.invisible.len() < MAX_INVISIBLE {
-                out.invisible.push((off, c));
-            }
-            continue;
+        let Some(c) = text[i..].chars().next() else { break };
+        fold_char(c, i, &mut buf, &mut out, &mut last_space);
+        i += c.len_utf8();
+    }
+    // Every push above appends whole UTF-8 sequences.
+    out.text = String::from_utf8(buf).unwrap_or_default();
+    out
+}
+
+fn push_char(ch: char, off: usize, buf: &mut Vec<u8>, origin: &mut Vec<u32>, last_space: &mut bool) {
+    if ch.is_whitespace() {
+        if !*last_space {
+            buf.push(b' ');
+            origin.push(off as u32);
+            *last_space = true;
         }
-        if let Some(a) = confusable(c) {
-            push(&mut out, a, &mut last_space);
-            continue;
+        return;
+    }
+    *last_space = false;
+    for lc in ch.to_lowercase() {
+        let mut tmp = [0u8; 4];
+        let enc = lc.encode_utf8(&mut tmp);
+        buf.extend_from_slice(enc.as_bytes());
+        origin.extend(std::iter::repeat_n(off as u32, enc.len()));
+    }
+}
+
+fn fold_char(c: char, off: usize, buf: &mut Vec<u8>, out: &mut Normalized, last_space: &mut bool) {
+    if is_invisible(c) {
+        if out.invisible.len() < MAX_INVISIBLE {
+            out.invisible.push((off, c));
         }
-        let folded = nfkc.normalize(c.encode_utf8(&mut buf));
-        for fc in folded.chars() {
-            let fc = confusable(fc).unwrap_or(fc);
-            if !is_invisible(fc) {
-                push(&mut out, fc, &mut last_space);
-            }
+        return;
+    }
+    if let Some(a) = confusable(c) {
+        push_char(a, off, buf, &mut out.origin, last_space);
+        return;
+    }
+    let nfkc = ComposingNormalizerBorrowed::new_nfkc();
+    let mut tmp = [0u8; 4];
+    let folded = nfkc.normalize(c.encode_utf8(&mut tmp));
+    for fc in folded.chars() {
+        let fc = confusable(fc).unwrap_or(fc);
+        if !is_invisible(fc) {
+            push_char(fc, off, buf, &mut out.origin, last_space);
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -139,9 +166,11 @@ mod tests {
             ("ig\u{200B}no\u{200D}re", "ignore"),
             ("𝐢𝐠𝐧𝐨𝐫𝐞", "ignore"),
             ("don’t tell", "don't tell"),
+            ("  lead and trail  ", "lead and trail "),
         ];
         for (input, want) in cases {
             assert_eq!(normalize(input).text, want, "{input:?}");
+            assert_eq!(normalize(input).origin.len(), want.len());
         }
     }
 

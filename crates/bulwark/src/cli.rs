@@ -36,6 +36,12 @@ pub enum Command {
     /// `session` gets a fresh one. When any line has `expect`, the run ends with
     /// `N passed, N failed` and exits 1 on a mismatch. See docs/check.md.
     Check(CheckArgs),
+    /// Scan text or JSON for secrets, PII, injection, poisoning and hidden text.
+    ///
+    /// JSON input is scanned string by string (as the gateways do) and stays valid JSON when
+    /// masked. Exit status: 0 when nothing of medium severity or above was found, 1 when
+    /// something was, 2 on error.
+    Scan(ScanArgs),
     /// Write a commented starter policy (the built-in default, spelled out).
     Init(InitArgs),
     /// Validate, summarise and explain policies.
@@ -55,6 +61,24 @@ pub struct CheckArgs {
     /// JSON Lines files to read; standard input when none (or `-`).
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+}
+
+/// `bulwark scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Print findings as JSON.
+    #[arg(long, conflicts_with = "mask")]
+    pub json: bool,
+    /// Print the input with findings replaced by placeholders instead.
+    #[arg(long)]
+    pub mask: bool,
+    /// Which way the text travels: request (tool arguments), response (tool results) or
+    /// definition (tool descriptions). Selects detectors.
+    #[arg(long = "as", value_name = "DIRECTION", default_value = "response", value_parser = ["request", "response", "definition"])]
+    pub direction: String,
+    /// The file to scan; standard input when absent or `-`.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
 }
 
 /// `bulwark init`.

@@ -11,6 +11,7 @@ mod cli;
 mod config;
 mod explain;
 mod line;
+mod scan;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Check(args) => check::run(&args),
+        Command::Scan(args) => scan::run(&args),
         Command::Init(args) => config::init(&args),
         Command::Policy(PolicyCommand::Check { file }) => config::policy_check(&file),
         Command::Policy(PolicyCommand::Explain { common, line }) => explain::run(&common, line),

@@ -1,0 +1,258 @@
+//! Detection quality on third-party labelled corpora (`tests/data/`, licences inside):
+//! precision and recall per category, and false-positive rates on benign sets.
+//!
+//! `cargo test -p bulwark-scan --release --test corpus -- --nocapture` prints the table
+//! that `docs/detection.md` quotes. Each test also asserts a floor, so a regression fails CI.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use bulwark_scan::{Category, Finding, Scanner, Scope};
+use serde_json::Value;
+
+fn scanner() -> &'static Scanner {
+    static S: OnceLock<Scanner> = OnceLock::new();
+    S.get_or_init(|| Scanner::new().unwrap())
+}
+
+fn scan(text: &str, scope: Scope) -> Vec<Finding> {
+    scanner().scan(text, scope).unwrap()
+}
+
+fn jsonl(name: &str) -> Vec<Value> {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap().lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn json(name: &str) -> Value {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[derive(Default, Clone, Copy, Debug)]
+struct Tally {
+    tp: u32,
+    fp: u32,
+    fn_: u32,
+    tn: u32,
+}
+
+impl Tally {
+    fn add(&mut self, truth: bool, predicted: bool) {
+        match (truth, predicted) {
+            (true, true) => self.tp += 1,
+            (false, true) => self.fp += 1,
+            (true, false) => self.fn_ += 1,
+            (false, false) => self.tn += 1,
+        }
+    }
+    fn precision(&self) -> f64 {
+        if self.tp + self.fp == 0 { 1.0 } else { f64::from(self.tp) / f64::from(self.tp + self.fp) }
+    }
+    fn recall(&self) -> f64 {
+        if self.tp + self.fn_ == 0 { 1.0 } else { f64::from(self.tp) / f64::from(self.tp + self.fn_) }
+    }
+    fn fpr(&self) -> f64 {
+        if self.fp + self.tn == 0 { 0.0 } else { f64::from(self.fp) / f64::from(self.fp + self.tn) }
+    }
+    fn row(&self, name: &str) -> String {
+        format!("| {name} | {} | {} | {} | {} | {:.1}% | {:.1}% | {:.1}% |", self.tp, self.fp, self.fn_, self.tn, 100.0 * self.precision(), 100.0 * self.recall(), 100.0 * self.fpr())
+    }
+}
+
+fn header(title: &str) {
+    println!("\n### {title}\n\n| set | TP | FP | FN | TN | precision | recall | FP rate |\n|---|---:|---:|---:|---:|---:|---:|---:|");
+}
+
+fn has(found: &[Finding], cats: &[Category]) -> bool {
+    found.iter().any(|f| cats.contains(&f.category))
+}
+
+/// gitleaks rule ids for the credential types Bulwark covers (the list).
+const GITLEAKS_IN_SCOPE: &[&str] = &[
+    "aws-access-token", "anthropic-admin-api-key", "anthropic-api-key", "azure-ad-client-secret", "gcp-api-key", "gcp-service-account", "github-app-token", "github-fine-grained-pat",
+    "github-oauth", "github-pat", "github-refresh-token", "gitlab-pat", "gitlab-pat-routable", "gitlab-ptt", "gitlab-rrt", "gitlab-runner-authentication-token-routable", "slack-app-token",
+    "slack-bot-token", "slack-config-access-token", "slack-config-refresh-token", "slack-legacy-bot-token", "slack-legacy-token", "slack-legacy-workspace-token", "slack-user-token",
+    "slack-webhook-url", "private-key", "jwt-base64", "huggingface-access-token", "huggingface-organization-api-token", "generic-api-key", "curl-auth-header", "databricks-api-token",
+    "sidekiq-sensitive-url",
+];
+
+/// detect-secrets plugins for the covered types.
+const DETECT_SECRETS_IN_SCOPE: &[&str] = &["azure_storage_key", "basic_auth", "discord", "github_token", "gitlab_token", "jwt", "keyword", "npm", "openai", "private_key", "pypi_token", "sendgrid", "slack", "stripe_key", "telegram_token", "twilio"];
+
+fn secret_tallies() -> (BTreeMap<String, Tally>, Tally, Tally) {
+    let mut per: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut in_scope = Tally::default();
+    let mut all = Tally::default();
+    for r in jsonl("gitleaks_rule_samples.jsonl") {
+        let id = r["rule_id"].as_str().unwrap();
+        let truth = r["label"] == "tp";
+        let predicted = has(&scan(r["text"].as_str().unwrap(), Scope::Request), &[Category::Secret]);
+        all.add(truth, predicted);
+        if GITLEAKS_IN_SCOPE.contains(&id) {
+            in_scope.add(truth, predicted);
+            per.entry(format!("gitleaks/{id}")).or_default().add(truth, predicted);
+        }
+    }
+    (per, in_scope, all)
+}
+
+fn detect_secrets_tallies() -> (BTreeMap<String, Tally>, Tally, Tally) {
+    let mut per: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut in_scope = Tally::default();
+    let mut all = Tally::default();
+    for r in jsonl("detect_secrets_plugin_cases.jsonl") {
+        let plugin = r["plugin"].as_str().unwrap();
+        let truth = r["should_flag"] == true;
+        let predicted = has(&scan(r["text"].as_str().unwrap(), Scope::Request), &[Category::Secret]);
+        all.add(truth, predicted);
+        if DETECT_SECRETS_IN_SCOPE.contains(&plugin) {
+            in_scope.add(truth, predicted);
+            per.entry(format!("detect-secrets/{plugin}")).or_default().add(truth, predicted);
+        }
+    }
+    (per, in_scope, all)
+}
+
+#[test]
+fn secrets() {
+    let (per, scope_g, all_g) = secret_tallies();
+    let (per_d, scope_d, all_d) = detect_secrets_tallies();
+    header("secret");
+    println!("{}", scope_g.row("gitleaks samples, covered types"));
+    println!("{}", all_g.row("gitleaks samples, all 79 rules"));
+    println!("{}", scope_d.row("detect-secrets cases, covered plugins"));
+    println!("{}", all_d.row("detect-secrets cases, all plugins"));
+    for (k, t) in per.iter().chain(per_d.iter()) {
+        println!("{}", t.row(k));
+    }
+    assert!(scope_g.recall() >= 0.90 && scope_g.precision() >= 0.80, "gitleaks {scope_g:?}");
+    assert!(scope_d.recall() >= 0.80 && scope_d.precision() >= 0.80, "detect-secrets {scope_d:?}");
+}
+
+/// Presidio entity names for what Bulwark detects, and our rule ids for each.
+const PII: &[(&str, &str)] = &[("EMAIL_ADDRESS", "pii.email"), ("PHONE_NUMBER", "pii.phone"), ("CREDIT_CARD", "pii.card_number"), ("IBAN_CODE", "pii.iban"), ("US_SSN", "pii.us_ssn")];
+
+#[test]
+fn pii() {
+    header("pii (Presidio recognizer cases: does the text hold this entity?)");
+    let mut total = Tally::default();
+    let cases = jsonl("presidio_recognizer_cases.jsonl");
+    for (entity, rule) in PII {
+        let mut t = Tally::default();
+        for r in cases.iter().filter(|r| r["entity"] == *entity) {
+            let truth = r["label"] == "pii";
+            let predicted = scan(r["text"].as_str().unwrap(), Scope::Response).iter().any(|f| f.rule_id == *rule);
+            t.add(truth, predicted);
+            total.add(truth, predicted);
+        }
+        println!("{}", t.row(entity));
+        assert!(t.recall() >= 0.6, "{entity} {t:?}");
+    }
+    println!("{}", total.row("all five entities"));
+
+    header("pii (Presidio synthetic dataset: labelled spans)");
+    let data = json("presidio_research_synth_dataset_v2.json");
+    for (entity, rule) in PII {
+        let mut t = Tally::default();
+        for row in data.as_array().unwrap() {
+            let text = row["full_text"].as_str().unwrap();
+            // Presidio positions are in characters; convert to bytes.
+            let byte_at = |c: usize| text.char_indices().nth(c).map_or(text.len(), |(b, _)| b);
+            let spans: Vec<(usize, usize)> = row["spans"].as_array().unwrap().iter().filter(|s| s["entity_type"] == *entity).map(|s| (byte_at(s["start_position"].as_u64().unwrap() as usize), byte_at(s["end_position"].as_u64().unwrap() as usize))).collect();
+            let found: Vec<(usize, usize)> = scan(text, Scope::Response).into_iter().filter(|f| f.rule_id == *rule).map(|f| f.span).collect();
+            for s in &spans {
+                t.add(true, found.iter().any(|f| f.0 < s.1 && s.0 < f.1));
+            }
+            for f in &found {
+                if !spans.iter().any(|s| f.0 < s.1 && s.0 < f.1) {
+                    t.add(false, true);
+                }
+            }
+        }
+        println!("{}", t.row(entity));
+    }
+}
+
+const INSTRUCTIONS: &[Category] = &[Category::Injection, Category::Prefill, Category::Concealment, Category::HiddenText];
+
+#[test]
+fn injection() {
+    header("injection (CyberSecEval prompt injections, per variant; scanned as tool results)");
+    let mut per: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut all = Tally::default();
+    for r in json("prompt_injection.json").as_array().unwrap() {
+        let v = r["injection_variant"].as_str().unwrap().to_string();
+        let predicted = has(&scan(r["user_input"].as_str().unwrap(), Scope::Response), INSTRUCTIONS);
+        per.entry(v).or_default().add(true, predicted);
+        all.add(true, predicted);
+    }
+    for (k, t) in &per {
+        println!("{}", t.row(k));
+    }
+    println!("{}", all.row("all 251 attacks"));
+
+    let mut benign = Tally::default();
+    for r in json("mitre_frr_benign.json").as_array().unwrap() {
+        benign.add(false, has(&scan(r["mutated_prompt"].as_str().unwrap(), Scope::Response), INSTRUCTIONS));
+    }
+    println!("{}", benign.row("CyberSecEval MITRE benign prompts (750)"));
+
+    // BIPIA: each attack instruction inserted at the start, middle and end of each clean
+    // e-mail (BIPIA's own recipe); the clean e-mails are the negatives.
+    let emails: Vec<String> = jsonl("bipia/email_test.jsonl").iter().map(|r| r["context"].as_str().unwrap().to_string()).collect();
+    let mut clean = Tally::default();
+    for e in &emails {
+        clean.add(false, has(&scan(e, Scope::Response), INSTRUCTIONS));
+    }
+    let mut bipia = BTreeMap::new();
+    for file in ["bipia/text_attack_test.json", "bipia/code_attack_test.json"] {
+        for (category, attacks) in json(file).as_object().unwrap() {
+            let t: &mut Tally = bipia.entry(category.clone()).or_default();
+            for a in attacks.as_array().unwrap() {
+                let a = a.as_str().unwrap();
+                for (i, e) in emails.iter().enumerate().take(10) {
+                    let mid = e.char_indices().nth(e.chars().count() / 2).map_or(0, |(b, _)| b);
+                    let text = match i % 3 {
+                        0 => format!("{a}\n{e}"),
+                        1 => format!("{}\n{a}\n{}", &e[..mid], &e[mid..]),
+                        _ => format!("{e}\n{a}"),
+                    };
+                    t.add(true, has(&scan(&text, Scope::Response), INSTRUCTIONS));
+                }
+            }
+        }
+    }
+    header("injection (BIPIA attacks inserted into clean e-mails, per category)");
+    let mut bipia_all = Tally::default();
+    for (k, t) in &bipia {
+        println!("{}", t.row(k));
+        bipia_all.tp += t.tp;
+        bipia_all.fn_ += t.fn_;
+    }
+    println!("{}", bipia_all.row("all BIPIA attacks"));
+    println!("{}", clean.row("BIPIA clean e-mails (50)"));
+
+    assert!(benign.fpr() <= 0.02, "benign FP rate {benign:?}");
+    assert!(clean.fpr() <= 0.04, "clean e-mail FP rate {clean:?}");
+    assert!(all.recall() >= 0.5, "CyberSecEval recall {all:?}");
+}
+
+#[test]
+fn tool_poisoning() {
+    header("poisoning (MCPSecBench attack prompts scanned as tool definitions)");
+    let mut per: BTreeMap<String, Tally> = BTreeMap::new();
+    for file in ["mcpsecbench/attacks.json", "mcpsecbench/attacks_extended.json", "mcpsecbench/attacks_updated.json"] {
+        for fam in json(file).as_array().unwrap() {
+            let name = fam["name"].as_str().unwrap().to_string();
+            for p in fam["prompts"].as_array().unwrap() {
+                let found = scan(p.as_str().unwrap(), Scope::Definition);
+                per.entry(name.clone()).or_default().add(true, has(&found, &[Category::Poisoning, Category::Injection, Category::Concealment, Category::Prefill]));
+            }
+        }
+    }
+    for (k, t) in &per {
+        println!("{}", t.row(k));
+    }
+}
