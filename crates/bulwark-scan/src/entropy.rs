@@ -20,10 +20,22 @@ pub fn shannon(bytes: &[u8]) -> f64 {
 pub fn is_placeholder(value: &[u8]) -> bool {
     let v = String::from_utf8_lossy(value).to_ascii_lowercase();
     const MARKERS: &[&str] = &[
-        "example", "sample", "dummy", "placeholder", "your_", "your-", "yourkey", "your key", "changeme", "change_me", "redacted", "xxxxxx", "******", "<", ">", "${", "{{", "%(", "$(", "fake", "notreal", "not_real",
-        "insert", "replace", "todo", "secret_here", "token_here", "key_here", "password_here", "null", "undefined", "none", "process.env", "os.environ", "getenv",
+        "example", "sample", "dummy", "placeholder", "your_", "your-", "yourkey", "your key", "changeme", "change_me", "changeit", "redacted", "xxxxxx", "******", "fake", "notreal", "not_real",
+        "insert_", "replace_", "replaceme", "todo", "secret_here", "token_here", "key_here", "password_here", "process.env", "os.environ", "getenv", "...", "…", "####",
     ];
     if MARKERS.iter().any(|m| v.contains(m)) {
+        return true;
+    }
+    // Whole-value templates and variables: ${X}, {{ x }}, <x>, $X, %X%, @X@, %s.
+    let t = v.trim_matches(|c| c == '"' || c == '\'' || c == '`');
+    let template = (t.starts_with("${") && t.ends_with('}'))
+        || (t.starts_with("{{") && t.ends_with("}}"))
+        || (t.starts_with('<') && t.ends_with('>'))
+        || (t.starts_with('%') && t.ends_with('%') && t.len() > 2)
+        || (t.starts_with('@') && t.ends_with('@') && t.len() > 2)
+        || (t.starts_with('$') && t[1..].bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'))
+        || matches!(t, "%s" | "%d" | "%v" | "{}" | "{0}" | "true" | "false" | "null" | "none" | "undefined" | "nil");
+    if template {
         return true;
     }
     let b = v.as_bytes();
@@ -86,6 +98,10 @@ mod tests {
         assert!(is_placeholder(b"AKIAIOSFODNN7EXAMPLE"));
         assert!(is_placeholder(b"xxxxxxxxxxxxxxxx"));
         assert!(is_placeholder(b"${API_KEY}"));
+        assert!(is_placeholder(b"{{ secrets.token }}"));
+        assert!(is_placeholder(b"$NPM_TOKEN"));
+        assert!(is_placeholder(b"<your-api-key>"));
+        assert!(!is_placeholder(b"m{{h}o)p${e]nob(ody[finds>-_$#thisone}}"));
         assert!(is_placeholder(b"abcdefghijklmnop"));
         assert!(!is_placeholder(b"9f3kQ2mZx81LpA0w"));
         assert!(shannon(b"aaaa") < 0.1);

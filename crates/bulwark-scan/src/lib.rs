@@ -193,7 +193,7 @@ fn resolve(mut v: Vec<Finding>) -> Vec<Finding> {
     v.sort_by(|a, b| a.span.cmp(&b.span).then(a.rule_id.cmp(b.rule_id)));
     v.dedup_by(|a, b| a.span == b.span && a.rule_id == b.rule_id);
     let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
-    let generic = |f: &Finding| matches!(f.rule_id, "secret.keyword_assignment" | "secret.bearer_token");
+    let generic = |f: &Finding| matches!(f.rule_id, "secret.keyword_assignment" | "secret.password_assignment" | "secret.bearer_token" | "secret.auth_header");
     let keep: Vec<bool> = v
         .iter()
         .map(|f| {
@@ -216,3 +216,4 @@ mod tests {
         }
     }
 }
+

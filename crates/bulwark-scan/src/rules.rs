@@ -33,7 +33,12 @@ pub struct RuleDef {
     pub scopes: &'static [Scope],
     /// Extra validation of the finding's bytes (checksums, entropy, placeholders).
     pub check: Option<fn(&[u8]) -> bool>,
+    /// Extra validation of the whole match (for example the variable name around a value).
+    pub context: Option<fn(&[u8]) -> bool>,
 }
+
+/// `group` value meaning "the first capture group that took part in the match".
+pub const ANY_GROUP: usize = usize::MAX;
 
 /// Defaults for table entries.
 pub const BASE: RuleDef = RuleDef {
@@ -48,6 +53,7 @@ pub const BASE: RuleDef = RuleDef {
     after: 0,
     scopes: &[Scope::Request, Scope::Response, Scope::Definition],
     check: None,
+    context: None,
 };
 
 /// A compiled rule.
@@ -157,11 +163,10 @@ impl RuleSet {
                     if (whole.start() == 0 && ws_start > 0) || (whole.end() == window.len() && ws_end < hay.len()) {
                         continue;
                     }
-                    let Some(g) = caps.get(rule.def.group) else { continue };
-                    if let Some(check) = rule.def.check {
-                        if !check(g.as_bytes()) {
-                            continue;
-                        }
+                    let group = if rule.def.group == ANY_GROUP { (1..caps.len()).find_map(|i| caps.get(i)) } else { caps.get(rule.def.group) };
+                    let Some(g) = group else { continue };
+                    if rule.def.check.is_some_and(|check| !check(g.as_bytes())) || rule.def.context.is_some_and(|check| !check(whole.as_bytes())) {
+                        continue;
                     }
                     out.push(Hit { rule: r, span: (ws_start + g.start(), ws_start + g.end()) });
                 }
