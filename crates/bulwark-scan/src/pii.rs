@@ -69,6 +69,14 @@ fn runs(s: &[u8]) -> Vec<Run> {
         if group > 0 {
             run.groups.push(group);
         }
+        // A phone extension: `x123`.
+        if (s.get(i) == Some(&b'x') || s.get(i) == Some(&b'X')) && s.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            let mut j = i + 1;
+            while j < s.len() && s[j].is_ascii_digit() && j - i <= 6 {
+                j += 1;
+            }
+            i = j;
+        }
         run.end = i;
         // A run glued to letters or more digits is an identifier, not a number.
         let glued = s.get(i).is_some_and(|&b| word_byte(b));
@@ -86,15 +94,18 @@ fn runs(s: &[u8]) -> Vec<Run> {
     out
 }
 
+/// Issuer ranges: UATP (1), Mastercard 2-series and 51–55, Amex, Diners, JCB (3), Visa (4),
+/// Maestro and Dankort (50, 56–69), Discover, UnionPay (6).
 fn card_prefix_ok(d: &str) -> bool {
     let p = |n: usize| d.get(..n).and_then(|x| x.parse::<u32>().ok()).unwrap_or(0);
     let len = d.len();
     match d.as_bytes().first() {
-        Some(b'4') => matches!(len, 13 | 16 | 19),
-        Some(b'5') => (51..=55).contains(&p(2)) && len == 16,
+        Some(b'1') => len == 15,
         Some(b'2') => (2221..=2720).contains(&p(4)) && len == 16,
         Some(b'3') => (matches!(p(2), 34 | 37) && len == 15) || ((300..=305).contains(&p(3)) || matches!(p(2), 36 | 38 | 39)) && (14..=19).contains(&len) || (3528..=3589).contains(&p(4)) && (16..=19).contains(&len),
-        Some(b'6') => (p(4) == 6011 || p(2) == 65 || (644..=649).contains(&p(3)) || p(2) == 62) && (16..=19).contains(&len),
+        Some(b'4') => matches!(len, 13 | 16 | 19),
+        Some(b'5') => ((51..=55).contains(&p(2)) && len == 16) || ((p(2) == 50 || (56..=59).contains(&p(2))) && (12..=19).contains(&len)),
+        Some(b'6') => (12..=19).contains(&len),
         _ => false,
     }
 }
@@ -111,7 +122,7 @@ fn is_card(r: &Run) -> bool {
 }
 
 fn is_ssn(r: &Run) -> bool {
-    if r.digits.len() != 9 || r.plus || r.paren || r.groups != [3, 2, 4] || !(r.seps.iter().all(|&c| c == r.seps[0]) && matches!(r.seps[0], b'-' | b' ')) {
+    if r.digits.len() != 9 || r.plus || r.paren || r.groups != [3, 2, 4] || !(r.seps.iter().all(|&c| c == r.seps[0]) && matches!(r.seps[0], b'-' | b' ' | b'.')) {
         return false;
     }
     let area: u32 = r.digits[0..3].parse().unwrap_or(0);
@@ -125,18 +136,24 @@ fn is_ssn(r: &Run) -> bool {
 fn is_phone(r: &Run) -> bool {
     let n = r.digits.len();
     if r.plus {
-        // E.164: up to 15 digits, country code first; written with separators.
-        return (8..=15).contains(&n) && !r.seps.is_empty() || (10..=15).contains(&n);
+        // E.164: up to 15 digits, country code first.
+        return (8..=15).contains(&n);
     }
-    // North American: (AAA) EEE-NNNN, AAA-EEE-NNNN, AAA.EEE.NNNN, 1-AAA-EEE-NNNN.
     let g = &r.groups;
-    let nanp = (g.as_slice() == [3, 3, 4] || g.as_slice() == [1, 3, 3, 4]) && !r.seps.is_empty();
-    let same_sep = r.paren || r.seps.iter().all(|&c| c == r.seps[0]);
-    if !(nanp && same_sep) {
-        return false;
+    let same_sep = r.seps.iter().all(|&c| c == r.seps[0]);
+    // North American: (AAA) EEE-NNNN, AAA-EEE-NNNN, AAA.EEE.NNNN, 1-AAA-EEE-NNNN.
+    let nanp = (g.as_slice() == [3, 3, 4] || g.as_slice() == [1, 3, 3, 4]) && !r.seps.is_empty() && (r.paren || same_sep);
+    if nanp {
+        let area = if g.len() == 4 { &r.digits[1..4] } else { &r.digits[0..3] };
+        return !area.starts_with('0') && !area.starts_with('1');
     }
-    let area = if g.len() == 4 { &r.digits[1..4] } else { &r.digits[0..3] };
-    !area.starts_with('0') && !area.starts_with('1')
+    // National formats with a trunk 0 (090-1234-5678, 0 532 123 45 67), written with
+    // spaces or hyphens; dots are left to versions and addresses.
+    let national = r.digits.starts_with('0') && (9..=11).contains(&n) && g.len() >= 2 && same_sep && matches!(r.seps.first(), Some(b'-' | b' '));
+    // 00 + country code + NANP, and the French 0X XX XX XX XX in spaces or dots.
+    let intl = r.digits.starts_with("00") && (g.as_slice() == [3, 3, 3, 4] || g.as_slice() == [2, 3, 3, 4]) && same_sep;
+    let french = r.digits.starts_with('0') && g.as_slice() == [2, 2, 2, 2, 2] && same_sep && matches!(r.seps.first(), Some(b' ' | b'.'));
+    national || intl || french
 }
 
 /// Finds card numbers, SSNs and phone numbers in `s`: `(rule id, label, severity, span)`.
@@ -272,7 +289,7 @@ mod tests {
         for p in ["(212) 555-0199", "212-555-0199", "212.555.0199", "+44 20 7946 0958", "+1 415 555 2671", "1-800-555-0199", "+14155552671"] {
             assert_eq!(kinds(p), vec!["pii.phone"], "{p}");
         }
-        for not in ["2026-11-30", "10.0.0.1", "v1.2.3", "192.168.1.254", "3.14159265", "1234567", "012-555-0199"] {
+        for not in ["2026-11-30", "10.0.0.1", "v1.2.3", "192.168.1.254", "3.14159265", "1234567", "012-555-0199", "0.0.0.0"] {
             assert!(kinds(not).is_empty(), "{not}: {:?}", kinds(not));
         }
     }
