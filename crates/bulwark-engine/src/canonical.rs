@@ -103,10 +103,41 @@ pub fn hex(bytes: &[u8]) -> String {
 /// equal as canonical JSON (key order does not matter). Not for anything that leaves the
 /// process: use [`sha256_hex`] of [`to_string`] for that.
 pub fn fingerprint(tool: &str, v: &Value) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = Fnv::default();
     tool.hash(&mut h);
     hash_value(v, &mut h);
     h.finish()
+}
+
+/// A word-at-a-time multiplicative hash (the "Fx" construction): several times faster than
+/// SipHash on long arguments. Not collision-resistant against an adversary, which is fine
+/// here: a collision can only make two different calls look alike inside one session's
+/// loop window, and an attacker gains nothing by causing their own calls to be refused.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+        self.add(bytes.len() as u64);
+    }
 }
 
 fn hash_value(v: &Value, h: &mut impl Hasher) {

@@ -18,7 +18,12 @@ fn every_corpus_attack_is_blocked_through_fetch_and_through_shell() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    // The destinations stage on its own (no content scanner) must refuse every payload with
+    // SSRF_BLOCK; the full engine must block each one (some URLs also carry a userinfo
+    // password, which the content stage blocks first).
     let mut h = Harness::default_policy();
+    h.engine = h.engine.clone().with_scanner(std::sync::Arc::new(bulwark_engine::NoScanner));
+    let mut full = Harness::default_policy();
     let mut n = 0;
     for (i, row) in rows.iter().enumerate() {
         let url = row["url"].as_str().unwrap();
@@ -32,6 +37,8 @@ fn every_corpus_attack_is_blocked_through_fetch_and_through_shell() {
             Some(ReasonCode::SsrfBlock),
             "fetch {url}: {d:?}"
         );
+        let d = full.req(&format!("f{i}"), "fetch", json!({"url": url}));
+        assert_eq!(d.decision, bulwark_engine::Verdict::Block, "fetch {url} (full engine): {d:?}");
         if !url.contains([
             '\'', '`', '\\', '$', '"', ' ', '<', '>', '|', ';', '&', '(', ')', '\n', '\t',
         ]) {

@@ -61,8 +61,20 @@ pub struct Decoded {
     pub encoding: Encoding,
 }
 
+/// The base64 alphabets (standard and URL-safe, with padding), as a lookup table.
+const B64: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        t[i] = c.is_ascii_alphanumeric() || c == b'+' || c == b'/' || c == b'-' || c == b'_' || c == b'=';
+        i += 1;
+    }
+    t
+};
+
 fn is_b64(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_' | b'=')
+    B64[c as usize]
 }
 
 /// Maximal base64-alphabet runs of at least `min` bytes: `(start, end)`.
@@ -92,6 +104,9 @@ fn hex_val(c: u8) -> Option<u8> {
 /// Percent-decodes `s` when it holds at least three `%XX` escapes.
 pub fn percent(s: &str) -> Option<String> {
     let b = s.as_bytes();
+    if b.iter().filter(|&&c| c == b'%').take(3).count() < 3 {
+        return None;
+    }
     let escapes = b.windows(3).filter(|w| w[0] == b'%' && hex_val(w[1]).is_some() && hex_val(w[2]).is_some()).count();
     if escapes < 3 {
         return None;
@@ -115,7 +130,7 @@ pub fn percent(s: &str) -> Option<String> {
 /// Decodes HTML character references (`&#105;`, `&#x69;`, `&lt;`, …) when `s` has at least
 /// three.
 pub fn html_entities(s: &str) -> Option<String> {
-    let count = s.matches('&').filter(|_| true).count();
+    let count = s.bytes().filter(|&c| c == b'&').take(3).count();
     if count < 3 || !s.contains(';') {
         return None;
     }

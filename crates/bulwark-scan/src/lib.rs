@@ -69,8 +69,7 @@ pub enum ScanError {
 /// The compiled detectors. Build once, share freely (`Send + Sync`).
 #[derive(Debug)]
 pub struct Scanner {
-    raw: RuleSet,
-    normalized: RuleSet,
+    rules: RuleSet,
     max_bytes: usize,
 }
 
@@ -81,7 +80,7 @@ impl Scanner {
     /// Only if a built-in detector table is broken, which this crate's tests rule out.
     pub fn new() -> Result<Scanner, RuleError> {
         let raw_defs: Vec<rules::RuleDef> = secrets::RULES.iter().chain(pii::RULES).chain(phrases::RAW).copied().collect();
-        Ok(Scanner { raw: RuleSet::new(&raw_defs, true)?, normalized: RuleSet::new(phrases::NORMALIZED, false)?, max_bytes: DEFAULT_MAX_BYTES })
+        Ok(Scanner { rules: RuleSet::new(&raw_defs, phrases::NORMALIZED)?, max_bytes: DEFAULT_MAX_BYTES })
     }
 
     /// The same scanner with a different input limit.
@@ -115,9 +114,19 @@ impl Scanner {
 
     fn scan_views(&self, text: &str, scope: Scope, encoding: Option<Encoding>, out: &mut Vec<Finding>) {
         let bytes = text.as_bytes();
+        let norm = normalize::normalize(text);
+        let identity = norm.origin.is_empty();
         let mut hits: Vec<Hit> = Vec::new();
-        self.raw.scan(bytes, scope, &mut hits);
-        out.extend(hits.iter().map(|h| finding(&self.raw, h, h.span, encoding)));
+        self.rules.scan(bytes, norm.text.as_bytes(), identity, scope, &mut hits);
+        for h in &hits {
+            let rule = &self.rules.rules[h.rule];
+            let span = match rule.view {
+                rules::View::Raw => h.span,
+                rules::View::Normalized => norm.original_span(h.span.0, h.span.1, text),
+            };
+            let d = &rule.def;
+            out.push(Finding { category: d.category, rule_id: d.id, severity: d.severity, span, label: d.label, encoding });
+        }
         if scope != Scope::Definition {
             for (id, label, severity, span) in pii::numbers(bytes) {
                 out.push(Finding { category: Category::Pii, rule_id: id, severity, span, label, encoding });
@@ -126,32 +135,21 @@ impl Scanner {
                 out.push(Finding { category: Category::Pii, rule_id: "pii.iban", severity: Severity::High, span, label: "iban", encoding });
             }
         }
-        let norm = normalize::normalize(text);
         hidden(&norm, encoding, out);
-        hits.clear();
-        self.normalized.scan(norm.text.as_bytes(), scope, &mut hits);
-        for h in &hits {
-            let span = norm.original_span(h.span.0, h.span.1, text);
-            out.push(finding(&self.normalized, h, span, encoding));
-        }
     }
 
     /// The naive baseline for benchmarks: every rule's regex over the whole raw and
     /// normalised text. Returns the number of regex matches.
     pub fn scan_naive(&self, text: &str, scope: Scope) -> usize {
         let norm = normalize::normalize(text);
-        self.raw.scan_naive(text.as_bytes(), scope) + self.normalized.scan_naive(norm.text.as_bytes(), scope)
+        self.rules.scan_naive(text.as_bytes(), norm.text.as_bytes(), scope)
     }
 
-    /// Number of detectors.
+    /// Number of detectors (keyword rules plus the number, IBAN, invisible-character and
+    /// blob passes).
     pub fn rule_count(&self) -> usize {
-        self.raw.rules.len() + self.normalized.rules.len() + 5
+        self.rules.rules.len() + 5
     }
-}
-
-fn finding(set: &RuleSet, h: &Hit, span: (usize, usize), encoding: Option<Encoding>) -> Finding {
-    let d = &set.rules[h.rule].def;
-    Finding { category: d.category, rule_id: d.id, severity: d.severity, span, label: d.label, encoding }
 }
 
 /// Invisible characters: tag characters and bidi controls are high (they smuggle or

@@ -32,6 +32,12 @@ fn runs(s: &[u8]) -> Vec<Run> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < s.len() {
+        // Most bytes are not where a number starts; decide that with one comparison.
+        let c = s[i];
+        if !(c.is_ascii_digit() || c == b'+' || c == b'(') {
+            i += 1;
+            continue;
+        }
         let starts_plus = s[i] == b'+' && s.get(i + 1).is_some_and(u8::is_ascii_digit);
         let starts_paren = s[i] == b'(' && s.get(i + 1).is_some_and(u8::is_ascii_digit);
         let boundary = i == 0 || !(word_byte(s[i - 1]) || s[i - 1] == b'.' && s.get(i.wrapping_sub(2)).is_some_and(u8::is_ascii_digit) || s[i - 1] == b'-' || s[i - 1] == b'/');
@@ -217,6 +223,10 @@ pub fn ibans(s: &[u8]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i + 4 <= s.len() {
+        if !s[i].is_ascii_uppercase() {
+            i += 1;
+            continue;
+        }
         let head = &s[i..i + 4];
         let candidate = head[0].is_ascii_uppercase() && head[1].is_ascii_uppercase() && head[2].is_ascii_digit() && head[3].is_ascii_digit() && (i == 0 || !s[i - 1].is_ascii_alphanumeric());
         if !candidate {

@@ -56,6 +56,15 @@ pub const BASE: RuleDef = RuleDef {
     context: None,
 };
 
+/// Which text a rule's regex reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// The text as given.
+    Raw,
+    /// The normalised text (see `normalize`).
+    Normalized,
+}
+
 /// A compiled rule.
 #[derive(Debug)]
 pub struct Rule {
@@ -63,9 +72,11 @@ pub struct Rule {
     pub def: RuleDef,
     /// Its regex.
     pub regex: Regex,
+    /// The text it reads.
+    pub view: View,
 }
 
-/// A compiled rule set with its keyword automaton.
+/// A compiled rule set: every rule of both views behind one keyword automaton.
 #[derive(Debug)]
 pub struct RuleSet {
     ac: AhoCorasick,
@@ -90,18 +101,18 @@ pub struct RuleError {
 pub struct Hit {
     /// Index of the rule.
     pub rule: usize,
-    /// Byte range.
+    /// Byte range in the rule's view.
     pub span: (usize, usize),
 }
 
 impl RuleSet {
-    /// Compiles `defs`. `case_insensitive` makes keywords match in any ASCII case (for raw
-    /// text); the normalised view is already lower-case and skips that cost.
-    pub fn new(defs: &[RuleDef], case_insensitive: bool) -> Result<RuleSet, RuleError> {
+    /// Compiles the raw-view and normalised-view rules. Keywords match in any ASCII case.
+    pub fn new(raw: &[RuleDef], normalized: &[RuleDef]) -> Result<RuleSet, RuleError> {
         let mut keywords: Vec<String> = Vec::new();
         let mut triggers: Vec<Vec<usize>> = Vec::new();
-        let mut rules = Vec::with_capacity(defs.len());
-        for (i, def) in defs.iter().enumerate() {
+        let mut rules = Vec::with_capacity(raw.len() + normalized.len());
+        let tagged = raw.iter().map(|d| (d, View::Raw)).chain(normalized.iter().map(|d| (d, View::Normalized)));
+        for (i, (def, view)) in tagged.enumerate() {
             let regex = RegexBuilder::new(def.regex)
                 .unicode(false)
                 .size_limit(4 << 20)
@@ -121,10 +132,10 @@ impl RuleSet {
                     }
                 }
             }
-            rules.push(Rule { def: *def, regex });
+            rules.push(Rule { def: *def, regex, view });
         }
         let ac = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(case_insensitive)
+            .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             // A DFA costs memory once and makes the overlapping search several times faster.
             .kind(Some(AhoCorasickKind::DFA))
@@ -133,29 +144,44 @@ impl RuleSet {
         Ok(RuleSet { ac, triggers, rules })
     }
 
-    /// Every rule match in `hay` for `scope`, in no particular order, deduplicated.
-    pub fn scan(&self, hay: &[u8], scope: Scope, out: &mut Vec<Hit>) {
-        // Windows per rule, merged as they are added (hits arrive in order of end).
-        let mut windows: Vec<Vec<(usize, usize)>> = vec![Vec::new(); self.rules.len()];
-        for m in self.ac.find_overlapping_iter(hay) {
-            for &r in &self.triggers[m.pattern().as_usize()] {
-                let def = &self.rules[r].def;
-                if !def.scopes.contains(&scope) {
-                    continue;
+    /// Every rule match for `scope`: raw-view rules read `raw`, normalised-view rules read
+    /// `norm`. When `identity` holds (the normalised text maps byte for byte onto the raw
+    /// text), one keyword pass over `norm` serves both views; otherwise each view is searched
+    /// on its own text.
+    pub fn scan(&self, raw: &[u8], norm: &[u8], identity: bool, scope: Scope, out: &mut Vec<Hit>) {
+        let mut wanted: Vec<(usize, usize, usize)> = Vec::new();
+        let mut collect = |hay: &[u8], only: Option<View>| {
+            for m in self.ac.find_overlapping_iter(hay) {
+                for &r in &self.triggers[m.pattern().as_usize()] {
+                    let rule = &self.rules[r];
+                    if only.is_some_and(|v| v != rule.view) || !rule.def.scopes.contains(&scope) {
+                        continue;
+                    }
+                    let s = m.start().saturating_sub(rule.def.before.max(1));
+                    let e = (m.end() + rule.def.after.max(1)).min(hay.len());
+                    wanted.push((r, s, e));
                 }
-                let s = m.start().saturating_sub(def.before.max(1));
-                let e = (m.end() + def.after.max(1)).min(hay.len());
-                let w = &mut windows[r];
-                match w.last_mut() {
-                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                    _ => w.push((s, e)),
-                }
+            }
+        };
+        if identity {
+            collect(norm, None);
+        } else {
+            collect(raw, Some(View::Raw));
+            collect(norm, Some(View::Normalized));
+        }
+        wanted.sort_unstable();
+        let mut windows: Vec<(usize, usize, usize)> = Vec::with_capacity(wanted.len());
+        for (r, s, e) in wanted {
+            match windows.last_mut() {
+                Some(last) if last.0 == r && s <= last.2 => last.2 = last.2.max(e),
+                _ => windows.push((r, s, e)),
             }
         }
         let before = out.len();
-        for (r, ws) in windows.iter().enumerate() {
+        for &(r, ws_start, ws_end) in &windows {
             let rule = &self.rules[r];
-            for &(ws_start, ws_end) in ws {
+            let hay = if rule.view == View::Raw { raw } else { norm };
+            {
                 let window = &hay[ws_start..ws_end];
                 for caps in rule.regex.captures_iter(window) {
                     let Some(whole) = caps.get(0) else { continue };
@@ -184,12 +210,12 @@ impl RuleSet {
         out.truncate(keep);
     }
 
-    /// The naive baseline for benchmarks: every applicable rule's regex over the whole input.
-    pub fn scan_naive(&self, hay: &[u8], scope: Scope) -> usize {
+    /// The naive baseline for benchmarks: every applicable rule's regex over its whole view.
+    pub fn scan_naive(&self, raw: &[u8], norm: &[u8], scope: Scope) -> usize {
         let mut n = 0;
         for rule in &self.rules {
             if rule.def.scopes.contains(&scope) {
-                n += rule.regex.find_iter(hay).count();
+                n += rule.regex.find_iter(if rule.view == View::Raw { raw } else { norm }).count();
             }
         }
         n

@@ -158,7 +158,7 @@ pub const RULES: &[RuleDef] = &[
     },
     RuleDef { id: "secret.bearer_token", label: "bearer_token", keywords: &["bearer "], regex: r"(?i)\bbearer\s+([A-Za-z0-9_\-.=:/+~]{12,})", group: 1, before: 2, after: 400, check: Some(credential_value), ..BASE },
     RuleDef { id: "secret.npm_auth_token", label: "npm_token", keywords: &["_authtoken"], regex: r"(?:^|[\s\x22'])//[^\s/]+(?:/[^\s:]*)?/:_authToken=\s*([A-Fa-f0-9\-]{36}|npm_[A-Za-z0-9]{36})", group: 1, before: 120, after: 80, check: Some(not_placeholder), ..BASE },
-    RuleDef { id: "secret.connection_string", label: "password", keywords: &["://"], regex: r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:@/\x22'<>]{1,64}:([^\s@/\x22'<>]{3,128})@[A-Za-z0-9.\-_\[\]:]+", group: 1, before: 90, after: 220, check: Some(password_value), ..BASE },
+    RuleDef { id: "secret.connection_string", label: "password", keywords: &["://"], regex: r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:@/\\?#\x22'<>]{1,64}:([^\s@/\\?#\x22'<>]{3,128})@[A-Za-z0-9.\-_\[\]:]+", group: 1, before: 90, after: 220, check: Some(password_value), ..BASE },
     // --- keyword context ---
     RuleDef {
         id: "secret.keyword_assignment",
