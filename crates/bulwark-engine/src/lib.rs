@@ -49,7 +49,9 @@ pub use bulwark_policy::{
 pub use call::{Call, Definition, Direction, Principal, ToolRef};
 pub use decision::{Decision, EscalationMode, Finding};
 pub use pipeline::{Observer, Outcome, Quiet};
-pub use scanner::{BuiltinScanner, ContentFinding, ContentScanner, NoScanner, ScanInput, ScanOutput};
+pub use scanner::{
+    BuiltinScanner, ContentFinding, ContentScanner, NoScanner, ScanInput, ScanOutput,
+};
 pub use stages::Stage;
 pub use stages::approval::call_digest;
 pub use state::State;
@@ -66,11 +68,16 @@ impl Engine {
     /// An engine for `policy` with the built-in content scanner (`bulwark-scan`).
     pub fn new(policy: Policy) -> Engine {
         let scanner: Arc<dyn ContentScanner> = match bulwark_scan::Scanner::new() {
-            Ok(s) => Arc::new(scanner::BuiltinScanner(s.with_max_bytes(policy.content.max_scan_bytes))),
+            Ok(s) => Arc::new(scanner::BuiltinScanner(
+                s.with_max_bytes(policy.content.max_scan_bytes),
+            )),
             // Cannot happen with the tested built-in tables; if it did, fail closed.
             Err(_) => Arc::new(scanner::Unavailable),
         };
-        Engine { policy: Arc::new(policy), scanner }
+        Engine {
+            policy: Arc::new(policy),
+            scanner,
+        }
     }
 
     /// The same engine with `scanner` as its content stage.

@@ -84,17 +84,22 @@ impl ContentScanner for BuiltinScanner {
             Direction::Definition => bulwark_scan::Scope::Definition,
             Direction::Request | Direction::Proposal => bulwark_scan::Scope::Request,
         };
-        let mut out = ScanOutput { findings: Vec::new(), complete: true };
+        let mut out = ScanOutput {
+            findings: Vec::new(),
+            complete: true,
+        };
         for (i, text) in input.strings.iter().enumerate() {
             match self.0.scan(text, scope) {
-                Ok(found) => out.findings.extend(found.into_iter().map(|f| ContentFinding {
-                    category: category(f.category),
-                    rule_id: f.rule_id.to_string(),
-                    severity: severity(f.severity),
-                    string: i,
-                    span: [f.span.0, f.span.1],
-                    label: f.label.to_string(),
-                })),
+                Ok(found) => out
+                    .findings
+                    .extend(found.into_iter().map(|f| ContentFinding {
+                        category: category(f.category),
+                        rule_id: f.rule_id.to_string(),
+                        severity: severity(f.severity),
+                        string: i,
+                        span: [f.span.0, f.span.1],
+                        label: f.label.to_string(),
+                    })),
                 Err(_) => out.complete = false,
             }
         }
@@ -109,7 +114,10 @@ pub struct Unavailable;
 
 impl ContentScanner for Unavailable {
     fn scan(&self, _input: &ScanInput<'_>) -> ScanOutput {
-        ScanOutput { findings: Vec::new(), complete: false }
+        ScanOutput {
+            findings: Vec::new(),
+            complete: false,
+        }
     }
 }
 

@@ -22,7 +22,10 @@ fn every_corpus_attack_is_blocked_through_fetch_and_through_shell() {
     // SSRF_BLOCK; the full engine must block each one (some URLs also carry a userinfo
     // password, which the content stage blocks first).
     let mut h = Harness::default_policy();
-    h.engine = h.engine.clone().with_scanner(std::sync::Arc::new(bulwark_engine::NoScanner));
+    h.engine = h
+        .engine
+        .clone()
+        .with_scanner(std::sync::Arc::new(bulwark_engine::NoScanner));
     let mut full = Harness::default_policy();
     let mut n = 0;
     for (i, row) in rows.iter().enumerate() {
@@ -38,7 +41,11 @@ fn every_corpus_attack_is_blocked_through_fetch_and_through_shell() {
             "fetch {url}: {d:?}"
         );
         let d = full.req(&format!("f{i}"), "fetch", json!({"url": url}));
-        assert_eq!(d.decision, bulwark_engine::Verdict::Block, "fetch {url} (full engine): {d:?}");
+        assert_eq!(
+            d.decision,
+            bulwark_engine::Verdict::Block,
+            "fetch {url} (full engine): {d:?}"
+        );
         if !url.contains([
             '\'', '`', '\\', '$', '"', ' ', '<', '>', '|', ';', '&', '(', ')', '\n', '\t',
         ]) {

@@ -38,15 +38,24 @@ pub fn haystack(size: usize) -> String {
 
 fn bench(c: &mut Criterion) {
     let scanner = Scanner::new().unwrap();
-    for (name, size) in [("4KiB", 4 << 10), ("10KiB", 10 << 10), ("100KiB", 100 << 10), ("1MiB", 1 << 20)] {
+    for (name, size) in [
+        ("4KiB", 4 << 10),
+        ("10KiB", 10 << 10),
+        ("100KiB", 100 << 10),
+        ("1MiB", 1 << 20),
+    ] {
         let text = haystack(size);
         let mut g = c.benchmark_group("scan");
         g.throughput(Throughput::Bytes(text.len() as u64));
         if size >= 1 << 20 {
             g.sample_size(10);
         }
-        g.bench_with_input(BenchmarkId::new("bulwark", name), &text, |b, t| b.iter(|| black_box(scanner.scan(black_box(t), Scope::Response).unwrap())));
-        g.bench_with_input(BenchmarkId::new("naive_per_regex", name), &text, |b, t| b.iter(|| black_box(scanner.scan_naive(black_box(t), Scope::Response))));
+        g.bench_with_input(BenchmarkId::new("bulwark", name), &text, |b, t| {
+            b.iter(|| black_box(scanner.scan(black_box(t), Scope::Response).unwrap()))
+        });
+        g.bench_with_input(BenchmarkId::new("naive_per_regex", name), &text, |b, t| {
+            b.iter(|| black_box(scanner.scan_naive(black_box(t), Scope::Response)))
+        });
         g.finish();
     }
 }

@@ -44,8 +44,13 @@ pub fn base64(s: &[u8]) -> Option<Vec<u8>> {
 
 /// Whether decoded bytes read as text (so worth scanning), not binary.
 pub fn is_texty(b: &[u8]) -> bool {
-    let Ok(s) = std::str::from_utf8(b) else { return false };
-    let printable = s.chars().filter(|c| !c.is_control() || c.is_whitespace()).count();
+    let Ok(s) = std::str::from_utf8(b) else {
+        return false;
+    };
+    let printable = s
+        .chars()
+        .filter(|c| !c.is_control() || c.is_whitespace())
+        .count();
     let total = s.chars().count();
     total >= 8 && printable * 100 >= total * 95
 }
@@ -67,7 +72,12 @@ const B64: [bool; 256] = {
     let mut i = 0;
     while i < 256 {
         let c = i as u8;
-        t[i] = c.is_ascii_alphanumeric() || c == b'+' || c == b'/' || c == b'-' || c == b'_' || c == b'=';
+        t[i] = c.is_ascii_alphanumeric()
+            || c == b'+'
+            || c == b'/'
+            || c == b'-'
+            || c == b'_'
+            || c == b'=';
         i += 1;
     }
     t
@@ -107,7 +117,10 @@ pub fn percent(s: &str) -> Option<String> {
     if b.iter().filter(|&&c| c == b'%').take(3).count() < 3 {
         return None;
     }
-    let escapes = b.windows(3).filter(|w| w[0] == b'%' && hex_val(w[1]).is_some() && hex_val(w[2]).is_some()).count();
+    let escapes = b
+        .windows(3)
+        .filter(|w| w[0] == b'%' && hex_val(w[1]).is_some() && hex_val(w[2]).is_some())
+        .count();
     if escapes < 3 {
         return None;
     }
@@ -143,7 +156,8 @@ pub fn html_entities(s: &str) -> Option<String> {
         let end = tail[..tail.len().min(12)].find(';');
         let rep = end.and_then(|e| {
             let name = &tail[1..e];
-            let ch = if let Some(num) = name.strip_prefix("#x").or_else(|| name.strip_prefix("#X")) {
+            let ch = if let Some(num) = name.strip_prefix("#x").or_else(|| name.strip_prefix("#X"))
+            {
                 u32::from_str_radix(num, 16).ok().and_then(char::from_u32)
             } else if let Some(num) = name.strip_prefix('#') {
                 num.parse::<u32>().ok().and_then(char::from_u32)
@@ -187,19 +201,31 @@ pub fn decodings(text: &str, budget: usize) -> Vec<Decoded> {
         if let Some(bytes) = base64(&text.as_bytes()[s..e]) {
             if is_texty(&bytes) {
                 used += bytes.len();
-                out.push(Decoded { span: (s, e), text: String::from_utf8_lossy(&bytes).into_owned(), encoding: Encoding::Base64 });
+                out.push(Decoded {
+                    span: (s, e),
+                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                    encoding: Encoding::Base64,
+                });
             }
         }
     }
     if used < budget {
         if let Some(t) = percent(text) {
             used += t.len();
-            out.push(Decoded { span: (0, text.len()), text: t, encoding: Encoding::Percent });
+            out.push(Decoded {
+                span: (0, text.len()),
+                text: t,
+                encoding: Encoding::Percent,
+            });
         }
     }
     if used < budget {
         if let Some(t) = html_entities(text) {
-            out.push(Decoded { span: (0, text.len()), text: t, encoding: Encoding::HtmlEntities });
+            out.push(Decoded {
+                span: (0, text.len()),
+                text: t,
+                encoding: Encoding::HtmlEntities,
+            });
         }
     }
     out
@@ -212,10 +238,16 @@ mod tests {
     #[test]
     fn decodes() {
         assert_eq!(base64(b"aWdub3JlIHByZXZpb3Vz").unwrap(), b"ignore previous");
-        assert_eq!(base64(b"aWdub3JlIHByZXZpb3VzIGluc3RydWN0aW9ucw==").unwrap(), b"ignore previous instructions");
+        assert_eq!(
+            base64(b"aWdub3JlIHByZXZpb3VzIGluc3RydWN0aW9ucw==").unwrap(),
+            b"ignore previous instructions"
+        );
         assert!(base64(b"not base64!").is_none());
         assert_eq!(percent("%69%67%6e%6f%72%65 all").unwrap(), "ignore all");
-        assert_eq!(html_entities("&#105;&#103;&#x6e;ore &lt;b&gt;").unwrap(), "ignore <b>");
+        assert_eq!(
+            html_entities("&#105;&#103;&#x6e;ore &lt;b&gt;").unwrap(),
+            "ignore <b>"
+        );
         let d = decodings("x aWdub3JlIHByZXZpb3VzIGluc3RydWN0aW9ucw== y", 1 << 20);
         assert_eq!(d[0].text, "ignore previous instructions");
         assert_eq!(d[0].span, (2, 42));

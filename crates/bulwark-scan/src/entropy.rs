@@ -10,18 +10,51 @@ pub fn shannon(bytes: &[u8]) -> f64 {
         counts[b as usize] += 1;
     }
     let n = bytes.len() as f64;
-    counts.iter().filter(|&&c| c > 0).map(|&c| {
-        let p = f64::from(c) / n;
-        -p * p.log2()
-    }).sum()
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
 }
 
 /// Values that are documentation, templates or obvious stand-ins, not credentials.
 pub fn is_placeholder(value: &[u8]) -> bool {
     let v = String::from_utf8_lossy(value).to_ascii_lowercase();
     const MARKERS: &[&str] = &[
-        "example", "sample", "dummy", "placeholder", "your_", "your-", "yourkey", "your key", "changeme", "change_me", "changeit", "redacted", "xxxxxx", "******", "fake", "notreal", "not_real",
-        "insert_", "replace_", "replaceme", "todo", "secret_here", "token_here", "key_here", "password_here", "process.env", "os.environ", "getenv", "...", "…", "####",
+        "example",
+        "sample",
+        "dummy",
+        "placeholder",
+        "your_",
+        "your-",
+        "yourkey",
+        "your key",
+        "changeme",
+        "change_me",
+        "changeit",
+        "redacted",
+        "xxxxxx",
+        "******",
+        "fake",
+        "notreal",
+        "not_real",
+        "insert_",
+        "replace_",
+        "replaceme",
+        "todo",
+        "secret_here",
+        "token_here",
+        "key_here",
+        "password_here",
+        "process.env",
+        "os.environ",
+        "getenv",
+        "...",
+        "…",
+        "####",
     ];
     if MARKERS.iter().any(|m| v.contains(m)) {
         return true;
@@ -33,8 +66,23 @@ pub fn is_placeholder(value: &[u8]) -> bool {
         || (t.starts_with('<') && t.ends_with('>'))
         || (t.starts_with('%') && t.ends_with('%') && t.len() > 2)
         || (t.starts_with('@') && t.ends_with('@') && t.len() > 2)
-        || (t.starts_with('$') && t[1..].bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'))
-        || matches!(t, "%s" | "%d" | "%v" | "{}" | "{0}" | "true" | "false" | "null" | "none" | "undefined" | "nil");
+        || (t.starts_with('$')
+            && t[1..]
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_'))
+        || matches!(
+            t,
+            "%s" | "%d"
+                | "%v"
+                | "{}"
+                | "{0}"
+                | "true"
+                | "false"
+                | "null"
+                | "none"
+                | "undefined"
+                | "nil"
+        );
     if template {
         return true;
     }
@@ -43,17 +91,36 @@ pub fn is_placeholder(value: &[u8]) -> bool {
     if b.iter().all(|&c| c == b[0]) {
         return true;
     }
-    let ascending = b.windows(2).filter(|w| w[1] == w[0].wrapping_add(1)).count();
+    let ascending = b
+        .windows(2)
+        .filter(|w| w[1] == w[0].wrapping_add(1))
+        .count();
     b.len() >= 8 && ascending * 10 >= b.len() * 8
 }
 
 /// Luhn checksum over the digits of `s` (other bytes ignored).
 pub fn luhn(s: &[u8]) -> bool {
-    let digits: Vec<u32> = s.iter().filter(|b| b.is_ascii_digit()).map(|b| u32::from(b - b'0')).collect();
+    let digits: Vec<u32> = s
+        .iter()
+        .filter(|b| b.is_ascii_digit())
+        .map(|b| u32::from(b - b'0'))
+        .collect();
     if digits.len() < 2 {
         return false;
     }
-    let sum: u32 = digits.iter().rev().enumerate().map(|(i, &d)| if i % 2 == 1 { let x = d * 2; if x > 9 { x - 9 } else { x } } else { d }).sum();
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| {
+            if i % 2 == 1 {
+                let x = d * 2;
+                if x > 9 { x - 9 } else { x }
+            } else {
+                d
+            }
+        })
+        .sum();
     sum % 10 == 0
 }
 

@@ -79,8 +79,16 @@ impl Scanner {
     /// # Errors
     /// Only if a built-in detector table is broken, which this crate's tests rule out.
     pub fn new() -> Result<Scanner, RuleError> {
-        let raw_defs: Vec<rules::RuleDef> = secrets::RULES.iter().chain(pii::RULES).chain(phrases::RAW).copied().collect();
-        Ok(Scanner { rules: RuleSet::new(&raw_defs, phrases::NORMALIZED)?, max_bytes: DEFAULT_MAX_BYTES })
+        let raw_defs: Vec<rules::RuleDef> = secrets::RULES
+            .iter()
+            .chain(pii::RULES)
+            .chain(phrases::RAW)
+            .copied()
+            .collect();
+        Ok(Scanner {
+            rules: RuleSet::new(&raw_defs, phrases::NORMALIZED)?,
+            max_bytes: DEFAULT_MAX_BYTES,
+        })
     }
 
     /// The same scanner with a different input limit.
@@ -95,7 +103,10 @@ impl Scanner {
     /// it as unscanned, never as clean.
     pub fn scan(&self, text: &str, scope: Scope) -> Result<Vec<Finding>, ScanError> {
         if text.len() > self.max_bytes {
-            return Err(ScanError::TooLarge { len: text.len(), max: self.max_bytes });
+            return Err(ScanError::TooLarge {
+                len: text.len(),
+                max: self.max_bytes,
+            });
         }
         let mut out = Vec::new();
         self.scan_views(text, scope, None, &mut out);
@@ -107,17 +118,28 @@ impl Scanner {
         for d in decode::decodings(text, text.len()) {
             let mut inner = Vec::new();
             self.scan_views(&d.text, scope, Some(d.encoding), &mut inner);
-            out.extend(inner.into_iter().map(|f| Finding { span: d.span, encoding: Some(d.encoding), ..f }));
+            out.extend(inner.into_iter().map(|f| Finding {
+                span: d.span,
+                encoding: Some(d.encoding),
+                ..f
+            }));
         }
         Ok(resolve(out))
     }
 
-    fn scan_views(&self, text: &str, scope: Scope, encoding: Option<Encoding>, out: &mut Vec<Finding>) {
+    fn scan_views(
+        &self,
+        text: &str,
+        scope: Scope,
+        encoding: Option<Encoding>,
+        out: &mut Vec<Finding>,
+    ) {
         let bytes = text.as_bytes();
         let norm = normalize::normalize(text);
         let identity = norm.origin.is_empty();
         let mut hits: Vec<Hit> = Vec::new();
-        self.rules.scan(bytes, norm.text.as_bytes(), identity, scope, &mut hits);
+        self.rules
+            .scan(bytes, norm.text.as_bytes(), identity, scope, &mut hits);
         for h in &hits {
             let rule = &self.rules.rules[h.rule];
             let span = match rule.view {
@@ -125,14 +147,35 @@ impl Scanner {
                 rules::View::Normalized => norm.original_span(h.span.0, h.span.1, text),
             };
             let d = &rule.def;
-            out.push(Finding { category: d.category, rule_id: d.id, severity: d.severity, span, label: d.label, encoding });
+            out.push(Finding {
+                category: d.category,
+                rule_id: d.id,
+                severity: d.severity,
+                span,
+                label: d.label,
+                encoding,
+            });
         }
         if scope != Scope::Definition {
             for (id, label, severity, span) in pii::numbers(bytes) {
-                out.push(Finding { category: Category::Pii, rule_id: id, severity, span, label, encoding });
+                out.push(Finding {
+                    category: Category::Pii,
+                    rule_id: id,
+                    severity,
+                    span,
+                    label,
+                    encoding,
+                });
             }
             for span in pii::ibans(bytes) {
-                out.push(Finding { category: Category::Pii, rule_id: "pii.iban", severity: Severity::High, span, label: "iban", encoding });
+                out.push(Finding {
+                    category: Category::Pii,
+                    rule_id: "pii.iban",
+                    severity: Severity::High,
+                    span,
+                    label: "iban",
+                    encoding,
+                });
             }
         }
         hidden(&norm, encoding, out);
@@ -142,7 +185,8 @@ impl Scanner {
     /// normalised text. Returns the number of regex matches.
     pub fn scan_naive(&self, text: &str, scope: Scope) -> usize {
         let norm = normalize::normalize(text);
-        self.rules.scan_naive(text.as_bytes(), norm.text.as_bytes(), scope)
+        self.rules
+            .scan_naive(text.as_bytes(), norm.text.as_bytes(), scope)
     }
 
     /// Number of detectors (keyword rules plus the number, IBAN, invisible-character and
@@ -166,7 +210,14 @@ fn hidden(norm: &normalize::Normalized, encoding: Option<Encoding>, out: &mut Ve
         };
         if !seen[kind] {
             seen[kind] = true;
-            out.push(Finding { category: Category::HiddenText, rule_id: id, severity, span: (off, off + c.len_utf8()), label: "hidden_text", encoding });
+            out.push(Finding {
+                category: Category::HiddenText,
+                rule_id: id,
+                severity,
+                span: (off, off + c.len_utf8()),
+                label: "hidden_text",
+                encoding,
+            });
         }
     }
 }
@@ -176,11 +227,26 @@ fn exfil(bytes: &[u8], out: &mut Vec<Finding>) {
     for (s, e) in decode::base64_runs(bytes, EXFIL_HEX_MIN) {
         let run = &bytes[s..e];
         let hex = run.iter().all(u8::is_ascii_hexdigit);
-        let long_enough = if hex { run.len() >= EXFIL_HEX_MIN } else { run.len() >= EXFIL_BASE64_MIN };
+        let long_enough = if hex {
+            run.len() >= EXFIL_HEX_MIN
+        } else {
+            run.len() >= EXFIL_BASE64_MIN
+        };
         let random = entropy::shannon(run) >= if hex { 3.0 } else { 4.5 };
         if long_enough && random {
-            let id = if hex { "exfil.hex_blob" } else { "exfil.base64_blob" };
-            out.push(Finding { category: Category::Exfil, rule_id: id, severity: Severity::Medium, span: (s, e), label: "blob", encoding: None });
+            let id = if hex {
+                "exfil.hex_blob"
+            } else {
+                "exfil.base64_blob"
+            };
+            out.push(Finding {
+                category: Category::Exfil,
+                rule_id: id,
+                severity: Severity::Medium,
+                span: (s, e),
+                label: "blob",
+                encoding: None,
+            });
         }
     }
 }
@@ -191,16 +257,33 @@ fn resolve(mut v: Vec<Finding>) -> Vec<Finding> {
     v.sort_by(|a, b| a.span.cmp(&b.span).then(a.rule_id.cmp(b.rule_id)));
     v.dedup_by(|a, b| a.span == b.span && a.rule_id == b.rule_id);
     let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
-    let generic = |f: &Finding| matches!(f.rule_id, "secret.keyword_assignment" | "secret.password_assignment" | "secret.bearer_token" | "secret.auth_header");
+    let generic = |f: &Finding| {
+        matches!(
+            f.rule_id,
+            "secret.keyword_assignment"
+                | "secret.password_assignment"
+                | "secret.bearer_token"
+                | "secret.auth_header"
+        )
+    };
     let keep: Vec<bool> = v
         .iter()
         .map(|f| {
-            let shadowed_generic = generic(f) && v.iter().any(|g| g.category == Category::Secret && !generic(g) && overlaps(f.span, g.span));
-            let shadowed_blob = f.category == Category::Exfil && v.iter().any(|g| g.category == Category::Secret && overlaps(f.span, g.span));
+            let shadowed_generic = generic(f)
+                && v.iter().any(|g| {
+                    g.category == Category::Secret && !generic(g) && overlaps(f.span, g.span)
+                });
+            let shadowed_blob = f.category == Category::Exfil
+                && v.iter()
+                    .any(|g| g.category == Category::Secret && overlaps(f.span, g.span));
             !(shadowed_generic || shadowed_blob)
         })
         .collect();
-    v.into_iter().zip(keep).filter(|(_, k)| *k).map(|(f, _)| f).collect()
+    v.into_iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(f, _)| f)
+        .collect()
 }
 
 #[cfg(test)]
@@ -214,4 +297,3 @@ mod tests {
         }
     }
 }
-

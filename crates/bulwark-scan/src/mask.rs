@@ -5,7 +5,11 @@ use crate::finding::Finding;
 /// `text` with every finding's span replaced by `placeholder(finding)`. Overlapping findings
 /// are merged into the first one's placeholder; spans that do not fall on character
 /// boundaries are widened to the nearest ones, so the output is always valid UTF-8.
-pub fn mask(text: &str, findings: &[Finding], mut placeholder: impl FnMut(&Finding) -> String) -> String {
+pub fn mask(
+    text: &str,
+    findings: &[Finding],
+    mut placeholder: impl FnMut(&Finding) -> String,
+) -> String {
     let mut spans: Vec<&Finding> = findings.iter().collect();
     spans.sort_by_key(|f| f.span);
     let mut out = String::with_capacity(text.len());

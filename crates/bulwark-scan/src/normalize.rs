@@ -32,17 +32,69 @@ pub fn is_tag(c: char) -> bool {
 fn confusable(c: char) -> Option<char> {
     Some(match c {
         // Cyrillic
-        'а' | 'А' => 'a', 'в' | 'В' => 'b', 'с' | 'С' => 'c', 'е' | 'Е' | 'ё' | 'Ё' => 'e', 'н' | 'Н' => 'h', 'і' | 'І' => 'i', 'ј' | 'Ј' => 'j',
-        'к' | 'К' => 'k', 'м' | 'М' => 'm', 'о' | 'О' => 'o', 'р' | 'Р' => 'p', 'ѕ' | 'Ѕ' => 's', 'т' | 'Т' => 't', 'у' | 'У' => 'y', 'х' | 'Х' => 'x',
-        'ԁ' => 'd', 'ԛ' => 'q', 'ԝ' => 'w', 'ӏ' | 'Ӏ' => 'l',
+        'а' | 'А' => 'a',
+        'в' | 'В' => 'b',
+        'с' | 'С' => 'c',
+        'е' | 'Е' | 'ё' | 'Ё' => 'e',
+        'н' | 'Н' => 'h',
+        'і' | 'І' => 'i',
+        'ј' | 'Ј' => 'j',
+        'к' | 'К' => 'k',
+        'м' | 'М' => 'm',
+        'о' | 'О' => 'o',
+        'р' | 'Р' => 'p',
+        'ѕ' | 'Ѕ' => 's',
+        'т' | 'Т' => 't',
+        'у' | 'У' => 'y',
+        'х' | 'Х' => 'x',
+        'ԁ' => 'd',
+        'ԛ' => 'q',
+        'ԝ' => 'w',
+        'ӏ' | 'Ӏ' => 'l',
         // Greek
-        'α' | 'Α' => 'a', 'β' | 'Β' => 'b', 'ε' | 'Ε' => 'e', 'η' | 'Η' => 'h', 'ι' | 'Ι' => 'i', 'κ' | 'Κ' => 'k', 'μ' | 'Μ' => 'm', 'ν' | 'Ν' => 'n',
-        'ο' | 'Ο' => 'o', 'ρ' | 'Ρ' => 'p', 'τ' | 'Τ' => 't', 'υ' | 'Υ' => 'y', 'χ' | 'Χ' => 'x', 'ζ' | 'Ζ' => 'z',
+        'α' | 'Α' => 'a',
+        'β' | 'Β' => 'b',
+        'ε' | 'Ε' => 'e',
+        'η' | 'Η' => 'h',
+        'ι' | 'Ι' => 'i',
+        'κ' | 'Κ' => 'k',
+        'μ' | 'Μ' => 'm',
+        'ν' | 'Ν' => 'n',
+        'ο' | 'Ο' => 'o',
+        'ρ' | 'Ρ' => 'p',
+        'τ' | 'Τ' => 't',
+        'υ' | 'Υ' => 'y',
+        'χ' | 'Χ' => 'x',
+        'ζ' | 'Ζ' => 'z',
         // Latin look-alikes outside ASCII that NFKC keeps
-        'ı' => 'i', 'ȷ' => 'j', 'ɡ' => 'g', 'ɑ' => 'a', 'ʏ' => 'y', 'ᴀ' => 'a', 'ʀ' => 'r', 'ꜱ' => 's', 'ᴛ' => 't', 'ᴇ' => 'e', 'ɪ' => 'i', 'ɴ' => 'n',
-        'ᴏ' => 'o', 'ᴜ' => 'u', 'ʜ' => 'h', 'ᴍ' => 'm', 'ᴋ' => 'k', 'ʟ' => 'l', 'ᴅ' => 'd', 'ᴄ' => 'c', 'ᴘ' => 'p', 'ᴡ' => 'w', 'ᴠ' => 'v', 'ᴢ' => 'z',
+        'ı' => 'i',
+        'ȷ' => 'j',
+        'ɡ' => 'g',
+        'ɑ' => 'a',
+        'ʏ' => 'y',
+        'ᴀ' => 'a',
+        'ʀ' => 'r',
+        'ꜱ' => 's',
+        'ᴛ' => 't',
+        'ᴇ' => 'e',
+        'ɪ' => 'i',
+        'ɴ' => 'n',
+        'ᴏ' => 'o',
+        'ᴜ' => 'u',
+        'ʜ' => 'h',
+        'ᴍ' => 'm',
+        'ᴋ' => 'k',
+        'ʟ' => 'l',
+        'ᴅ' => 'd',
+        'ᴄ' => 'c',
+        'ᴘ' => 'p',
+        'ᴡ' => 'w',
+        'ᴠ' => 'v',
+        'ᴢ' => 'z',
         // Punctuation people swap in
-        '‘' | '’' | '‚' | '‛' | '′' | '`' => '\'', '“' | '”' | '„' | '‟' | '″' => '"', '‐' | '‑' | '‒' | '–' | '—' | '―' | '−' => '-',
+        '‘' | '’' | '‚' | '‛' | '′' | '`' => '\'',
+        '“' | '”' | '„' | '‟' | '″' => '"',
+        '‐' | '‑' | '‒' | '–' | '—' | '―' | '−' => '-',
         _ => return None,
     })
 }
@@ -87,16 +139,29 @@ pub fn normalize(text: &str) -> Normalized {
     // Fast path: ASCII with no whitespace runs to collapse maps byte for byte.
     let bytes = text.as_bytes();
     let ws = |b: u8| b.is_ascii_whitespace() || b == 0x0b;
-    let simple = text.is_ascii() && !bytes.first().is_some_and(|&b| ws(b)) && !bytes.windows(2).any(|w| ws(w[0]) && ws(w[1]));
+    let simple = text.is_ascii()
+        && !bytes.first().is_some_and(|&b| ws(b))
+        && !bytes.windows(2).any(|w| ws(w[0]) && ws(w[1]));
     if simple {
-        let folded: Vec<u8> = bytes.iter().map(|&b| if ws(b) { b' ' } else { b.to_ascii_lowercase() }).collect();
-        return Normalized { text: String::from_utf8(folded).unwrap_or_default(), origin: Vec::new(), invisible: Vec::new() };
+        let folded: Vec<u8> = bytes
+            .iter()
+            .map(|&b| if ws(b) { b' ' } else { b.to_ascii_lowercase() })
+            .collect();
+        return Normalized {
+            text: String::from_utf8(folded).unwrap_or_default(),
+            origin: Vec::new(),
+            invisible: Vec::new(),
+        };
     }
     normalize_slow(text)
 }
 
 fn normalize_slow(text: &str) -> Normalized {
-    let mut out = Normalized { text: String::with_capacity(text.len()), origin: Vec::with_capacity(text.len()), invisible: Vec::new() };
+    let mut out = Normalized {
+        text: String::with_capacity(text.len()),
+        origin: Vec::with_capacity(text.len()),
+        invisible: Vec::new(),
+    };
     // Work on bytes: ASCII (the bulk of tool traffic) takes the fast path; other characters
     // are folded one by one.
     let mut buf: Vec<u8> = Vec::with_capacity(text.len());
@@ -120,7 +185,9 @@ fn normalize_slow(text: &str) -> Normalized {
             i += 1;
             continue;
         }
-        let Some(c) = text[i..].chars().next() else { break };
+        let Some(c) = text[i..].chars().next() else {
+            break;
+        };
         fold_char(c, i, &mut buf, &mut out, &mut last_space);
         i += c.len_utf8();
     }
@@ -129,7 +196,13 @@ fn normalize_slow(text: &str) -> Normalized {
     out
 }
 
-fn push_char(ch: char, off: usize, buf: &mut Vec<u8>, origin: &mut Vec<u32>, last_space: &mut bool) {
+fn push_char(
+    ch: char,
+    off: usize,
+    buf: &mut Vec<u8>,
+    origin: &mut Vec<u32>,
+    last_space: &mut bool,
+) {
     if ch.is_whitespace() {
         if !*last_space {
             buf.push(b' ');
@@ -176,7 +249,10 @@ mod tests {
     #[test]
     fn folds_what_people_use_to_hide_words() {
         let cases = [
-            ("IGNORE  Previous\n\tinstructions", "ignore previous instructions"),
+            (
+                "IGNORE  Previous\n\tinstructions",
+                "ignore previous instructions",
+            ),
             ("ｉｇｎｏｒｅ ｐｒｅｖｉｏｕｓ", "ignore previous"),
             ("іgnоrе", "ignore"),
             ("ig\u{200B}no\u{200D}re", "ignore"),

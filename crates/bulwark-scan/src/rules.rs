@@ -111,16 +111,25 @@ impl RuleSet {
         let mut keywords: Vec<String> = Vec::new();
         let mut triggers: Vec<Vec<usize>> = Vec::new();
         let mut rules = Vec::with_capacity(raw.len() + normalized.len());
-        let tagged = raw.iter().map(|d| (d, View::Raw)).chain(normalized.iter().map(|d| (d, View::Normalized)));
+        let tagged = raw
+            .iter()
+            .map(|d| (d, View::Raw))
+            .chain(normalized.iter().map(|d| (d, View::Normalized)));
         for (i, (def, view)) in tagged.enumerate() {
             let regex = RegexBuilder::new(def.regex)
                 .unicode(false)
                 .size_limit(4 << 20)
                 .dfa_size_limit(4 << 20)
                 .build()
-                .map_err(|e| RuleError { id: def.id, message: e.to_string() })?;
+                .map_err(|e| RuleError {
+                    id: def.id,
+                    message: e.to_string(),
+                })?;
             if def.keywords.is_empty() {
-                return Err(RuleError { id: def.id, message: "a prefiltered rule needs keywords".into() });
+                return Err(RuleError {
+                    id: def.id,
+                    message: "a prefiltered rule needs keywords".into(),
+                });
             }
             for k in def.keywords {
                 let k = k.to_ascii_lowercase();
@@ -132,7 +141,11 @@ impl RuleSet {
                     }
                 }
             }
-            rules.push(Rule { def: *def, regex, view });
+            rules.push(Rule {
+                def: *def,
+                regex,
+                view,
+            });
         }
         let ac = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
@@ -140,8 +153,15 @@ impl RuleSet {
             // A DFA costs memory once and makes the overlapping search several times faster.
             .kind(Some(AhoCorasickKind::DFA))
             .build(&keywords)
-            .map_err(|e| RuleError { id: "keywords", message: e.to_string() })?;
-        Ok(RuleSet { ac, triggers, rules })
+            .map_err(|e| RuleError {
+                id: "keywords",
+                message: e.to_string(),
+            })?;
+        Ok(RuleSet {
+            ac,
+            triggers,
+            rules,
+        })
     }
 
     /// Every rule match for `scope`: raw-view rules read `raw`, normalised-view rules read
@@ -186,15 +206,29 @@ impl RuleSet {
                 for caps in rule.regex.captures_iter(window) {
                     let Some(whole) = caps.get(0) else { continue };
                     // A match cut off by the window edge lacks context; the text may continue.
-                    if (whole.start() == 0 && ws_start > 0) || (whole.end() == window.len() && ws_end < hay.len()) {
+                    if (whole.start() == 0 && ws_start > 0)
+                        || (whole.end() == window.len() && ws_end < hay.len())
+                    {
                         continue;
                     }
-                    let group = if rule.def.group == ANY_GROUP { (1..caps.len()).find_map(|i| caps.get(i)) } else { caps.get(rule.def.group) };
+                    let group = if rule.def.group == ANY_GROUP {
+                        (1..caps.len()).find_map(|i| caps.get(i))
+                    } else {
+                        caps.get(rule.def.group)
+                    };
                     let Some(g) = group else { continue };
-                    if rule.def.check.is_some_and(|check| !check(g.as_bytes())) || rule.def.context.is_some_and(|check| !check(whole.as_bytes())) {
+                    if rule.def.check.is_some_and(|check| !check(g.as_bytes()))
+                        || rule
+                            .def
+                            .context
+                            .is_some_and(|check| !check(whole.as_bytes()))
+                    {
                         continue;
                     }
-                    out.push(Hit { rule: r, span: (ws_start + g.start(), ws_start + g.end()) });
+                    out.push(Hit {
+                        rule: r,
+                        span: (ws_start + g.start(), ws_start + g.end()),
+                    });
                 }
             }
         }
@@ -215,7 +249,10 @@ impl RuleSet {
         let mut n = 0;
         for rule in &self.rules {
             if rule.def.scopes.contains(&scope) {
-                n += rule.regex.find_iter(if rule.view == View::Raw { raw } else { norm }).count();
+                n += rule
+                    .regex
+                    .find_iter(if rule.view == View::Raw { raw } else { norm })
+                    .count();
             }
         }
         n

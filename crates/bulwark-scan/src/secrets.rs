@@ -19,7 +19,11 @@ fn random_looking(v: &[u8]) -> bool {
     let has_digit = v.iter().any(u8::is_ascii_digit);
     let has_alpha = v.iter().any(u8::is_ascii_alphabetic);
     let threshold = if v.len() >= 20 { 3.0 } else { 2.7 };
-    has_alpha && (has_digit || v.len() >= 20) && shannon(v) >= threshold && !v.starts_with(b"/") && !v.contains(&b' ')
+    has_alpha
+        && (has_digit || v.len() >= 20)
+        && shannon(v) >= threshold
+        && !v.starts_with(b"/")
+        && !v.contains(&b' ')
 }
 
 /// GitHub's classic tokens end in a CRC-32 of the rest, base62-encoded in six characters.
@@ -38,10 +42,22 @@ fn aws_secret(v: &[u8]) -> bool {
 
 /// Public Firebase SDK example keys, which look random but are published on purpose.
 const FIREBASE_EXAMPLES: &[&[u8]] = &[
-    b"AIzaSyabcdefghijklmnopqrstuvwxyz1234567", b"AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs", b"AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM", b"AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
-    b"AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0", b"AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A", b"AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c", b"AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
-    b"AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY", b"AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM", b"AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ", b"AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
-    b"AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU", b"AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw", b"AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE", b"AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
+    b"AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
+    b"AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+    b"AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM",
+    b"AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
+    b"AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0",
+    b"AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
+    b"AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c",
+    b"AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
+    b"AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY",
+    b"AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
+    b"AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ",
+    b"AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
+    b"AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU",
+    b"AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
+    b"AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE",
+    b"AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
 ];
 
 fn gcp_key(v: &[u8]) -> bool {
@@ -51,6 +67,14 @@ fn gcp_key(v: &[u8]) -> bool {
 /// The value of an authorization header or bearer token: long enough, not a placeholder
 /// or a bare word.
 fn credential_value(v: &[u8]) -> bool {
+    // A credential cut short with "..." still leaks its prefix; judge what is there.
+    let mut v = v;
+    while let Some(rest) = v.strip_suffix(b".") {
+        v = rest;
+    }
+    if v.len() < 12 {
+        return false;
+    }
     let has_digit = v.iter().any(u8::is_ascii_digit);
     !is_placeholder(v) && (has_digit || v.len() >= 16) && shannon(v) >= 2.5
 }
@@ -59,21 +83,95 @@ fn credential_value(v: &[u8]) -> bool {
 /// (`key_name`, `public_key`, `credentialsId`, `KeySize`, `kms_key_id`, …).
 fn not_an_identifier_name(whole: &[u8]) -> bool {
     const NOT_SECRET: &[&str] = &[
-        "public", "pub_", "pubkey", "pub const", "primary", "foreign", "bucket", "schema", "sequence", "idx", "key_id", "keyid", "key_name", "keyname", "key_size", "keysize", "key_length",
-        "keylength", "key_pair", "keypair", "keypress", "keyboard", "keycode", "keyframe", "key_alias", "keyalias", "keystore", "keytab", "keyvault", "key_vault", "kms", "secret_name",
-        "secretname", "secret_length", "secret_size", "credentialsid", "credentialid", "credentials_id", "csrf", "monkey", "keying", "keyword", "token_url", "token_uri", "tokenurl",
-        "token_endpoint", "token_type", "tokentype", "api_version", "apiversion", "author", "accessor", "access_id", "_length", "_size", "_path", "_file", "_type", "keymeshing",
-        "entry key", "idempotency", "cache_key", "cachekey", "sort_key", "sortkey", "partition_key", "hash_key", "foreign_key", "primary_key", "keyspace",
+        "public",
+        "pub_",
+        "pubkey",
+        "pub const",
+        "primary",
+        "foreign",
+        "bucket",
+        "schema",
+        "sequence",
+        "idx",
+        "key_id",
+        "keyid",
+        "key_name",
+        "keyname",
+        "key_size",
+        "keysize",
+        "key_length",
+        "keylength",
+        "key_pair",
+        "keypair",
+        "keypress",
+        "keyboard",
+        "keycode",
+        "keyframe",
+        "key_alias",
+        "keyalias",
+        "keystore",
+        "keytab",
+        "keyvault",
+        "key_vault",
+        "kms",
+        "secret_name",
+        "secretname",
+        "secret_length",
+        "secret_size",
+        "credentialsid",
+        "credentialid",
+        "credentials_id",
+        "csrf",
+        "monkey",
+        "keying",
+        "keyword",
+        "token_url",
+        "token_uri",
+        "tokenurl",
+        "token_endpoint",
+        "token_type",
+        "tokentype",
+        "api_version",
+        "apiversion",
+        "author",
+        "accessor",
+        "access_id",
+        "_length",
+        "_size",
+        "_path",
+        "_file",
+        "_type",
+        "keymeshing",
+        "entry key",
+        "idempotency",
+        "cache_key",
+        "cachekey",
+        "sort_key",
+        "sortkey",
+        "partition_key",
+        "hash_key",
+        "foreign_key",
+        "primary_key",
+        "keyspace",
     ];
     // Only the name part: everything before the first operator character.
-    let cut = whole.iter().position(|&b| matches!(b, b'=' | b':' | b',' | b'>')).unwrap_or(whole.len());
+    let cut = whole
+        .iter()
+        .position(|&b| matches!(b, b'=' | b':' | b',' | b'>'))
+        .unwrap_or(whole.len());
     let name = String::from_utf8_lossy(&whole[..cut]).to_ascii_lowercase();
     !NOT_SECRET.iter().any(|w| name.contains(w))
 }
 
 /// gitleaks-style generic assignments: at least 10 characters, a digit, entropy 3.5.
 fn generic_secret(v: &[u8]) -> bool {
-    v.len() >= 10 && v.iter().any(u8::is_ascii_digit) && v.iter().any(u8::is_ascii_alphabetic) && shannon(v) >= 3.5 && !is_placeholder(v) && !v.starts_with(b"/") && !v.contains(&b' ')
+    v.len() >= 10
+        && v.iter().any(u8::is_ascii_digit)
+        && v.iter().any(u8::is_ascii_alphabetic)
+        && shannon(v) >= 3.5
+        && !is_placeholder(v)
+        && !v.starts_with(b"/")
+        && !v.contains(&b' ')
 }
 
 fn jwt(v: &[u8]) -> bool {
@@ -91,64 +189,383 @@ fn password_value(v: &[u8]) -> bool {
         return false;
     }
     let lower = v.to_ascii_lowercase();
-    let word = matches!(lower.as_slice(), b"password" | b"pass" | b"passwd" | b"secret" | b"pwd" | b"root" | b"admin" | b"string" | b"prompt" | b"required" | b"optional" | b"hidden" | b"text");
+    let word = matches!(
+        lower.as_slice(),
+        b"password"
+            | b"pass"
+            | b"passwd"
+            | b"secret"
+            | b"pwd"
+            | b"root"
+            | b"admin"
+            | b"string"
+            | b"prompt"
+            | b"required"
+            | b"optional"
+            | b"hidden"
+            | b"text"
+    );
     // Code, not a literal: a call (`get_secret()`), member access, `new …`.
-    let ident = lower.iter().take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.')).count();
+    let ident = lower
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.'))
+        .count();
     let call = ident > 0 && lower.get(ident) == Some(&b'(');
-    let code = call || lower.starts_with(b"this.") || lower.starts_with(b"self.") || lower.starts_with(b"os.") || lower.starts_with(b"new ") || lower.starts_with(b"fs.") || lower.starts_with(b"request.");
-    v.len() >= 3 && !is_placeholder(v) && !word && !code && v.iter().any(|b| b.is_ascii_alphanumeric())
+    let code = call
+        || lower.starts_with(b"this.")
+        || lower.starts_with(b"self.")
+        || lower.starts_with(b"os.")
+        || lower.starts_with(b"new ")
+        || lower.starts_with(b"fs.")
+        || lower.starts_with(b"request.");
+    v.len() >= 3
+        && !is_placeholder(v)
+        && !word
+        && !code
+        && v.iter().any(|b| b.is_ascii_alphanumeric())
 }
 
 /// The secret detectors.
 pub const RULES: &[RuleDef] = &[
     // --- cloud ---
-    RuleDef { id: "secret.aws_access_key", label: "aws_access_key", keywords: &["akia", "asia", "abia", "acca", "a3t"], regex: r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})\b", group: 1, before: 8, after: 24, check: Some(not_placeholder), ..BASE },
-    RuleDef { id: "secret.aws_secret_key", label: "aws_secret_key", severity: Severity::Critical, keywords: &["aws_secret", "secret_access_key", "secretaccesskey", "aws secret", "aws_session_token"], regex: r#"(?i)(?:aws)?[_\-. ]?(?:secret[_\-. ]?access[_\-. ]?key|secret[_\-. ]?key|secretaccesskey)["']?\s*(?:[:=]|:=|=>|\s)\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)"#, group: 1, before: 16, after: 120, check: Some(aws_secret), ..BASE },
-    RuleDef { id: "secret.gcp_api_key", label: "gcp_api_key", keywords: &["aiza"], regex: r"\b(AIza[0-9A-Za-z_\-]{35})(?:[^0-9A-Za-z_\-]|$)", group: 1, before: 4, after: 48, check: Some(gcp_key), ..BASE },
-    RuleDef { id: "secret.gcp_service_account", label: "gcp_service_account", severity: Severity::Critical, keywords: &["service_account"], regex: r#""type"\s*:\s*"service_account""#, before: 32, after: 32, ..BASE },
-    RuleDef { id: "secret.google_oauth_secret", label: "google_oauth_secret", keywords: &["gocspx-"], regex: r"\b(GOCSPX-[A-Za-z0-9_\-]{28})(?:[^A-Za-z0-9_\-]|$)", group: 1, before: 4, after: 40, ..BASE },
-    RuleDef { id: "secret.azure_storage_key", label: "azure_storage_key", severity: Severity::Critical, keywords: &["accountkey="], regex: r"AccountKey=([A-Za-z0-9+/]{86}==)", group: 1, after: 110, check: Some(not_placeholder), ..BASE },
-    RuleDef { id: "secret.azure_client_secret", label: "azure_client_secret", keywords: &["q~"], regex: r"(?:^|[^A-Za-z0-9_~.\-])([A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})(?:[^A-Za-z0-9_~.\-]|$)", group: 1, before: 8, after: 40, check: Some(random_looking), ..BASE },
-    RuleDef { id: "secret.digitalocean_token", label: "digitalocean_token", keywords: &["dop_v1_", "doo_v1_", "dor_v1_"], regex: r"\b(do[opr]_v1_[a-f0-9]{64})\b", group: 1, after: 80, ..BASE },
-    RuleDef { id: "secret.databricks_token", label: "databricks_token", keywords: &["dapi"], regex: r"\b(dapi[a-f0-9]{32}(?:-\d)?)\b", group: 1, after: 44, check: Some(random_looking), ..BASE },
+    RuleDef {
+        id: "secret.aws_access_key",
+        label: "aws_access_key",
+        keywords: &["akia", "asia", "abia", "acca", "a3t"],
+        regex: r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})\b",
+        group: 1,
+        before: 8,
+        after: 24,
+        check: Some(not_placeholder),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.aws_secret_key",
+        label: "aws_secret_key",
+        severity: Severity::Critical,
+        keywords: &[
+            "aws_secret",
+            "secret_access_key",
+            "secretaccesskey",
+            "aws secret",
+            "aws_session_token",
+        ],
+        regex: r#"(?i)(?:aws)?[_\-. ]?(?:secret[_\-. ]?access[_\-. ]?key|secret[_\-. ]?key|secretaccesskey)["']?\s*(?:[:=]|:=|=>|\s)\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)"#,
+        group: 1,
+        before: 16,
+        after: 120,
+        check: Some(aws_secret),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.gcp_api_key",
+        label: "gcp_api_key",
+        keywords: &["aiza"],
+        regex: r"\b(AIza[0-9A-Za-z_\-]{35})(?:[^0-9A-Za-z_\-]|$)",
+        group: 1,
+        before: 4,
+        after: 48,
+        check: Some(gcp_key),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.gcp_service_account",
+        label: "gcp_service_account",
+        severity: Severity::Critical,
+        keywords: &["service_account"],
+        regex: r#""type"\s*:\s*"service_account""#,
+        before: 32,
+        after: 32,
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.google_oauth_secret",
+        label: "google_oauth_secret",
+        keywords: &["gocspx-"],
+        regex: r"\b(GOCSPX-[A-Za-z0-9_\-]{28})(?:[^A-Za-z0-9_\-]|$)",
+        group: 1,
+        before: 4,
+        after: 40,
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.azure_storage_key",
+        label: "azure_storage_key",
+        severity: Severity::Critical,
+        keywords: &["accountkey="],
+        regex: r"AccountKey=([A-Za-z0-9+/]{86}==)",
+        group: 1,
+        after: 110,
+        check: Some(not_placeholder),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.azure_client_secret",
+        label: "azure_client_secret",
+        keywords: &["q~"],
+        regex: r"(?:^|[^A-Za-z0-9_~.\-])([A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})(?:[^A-Za-z0-9_~.\-]|$)",
+        group: 1,
+        before: 8,
+        after: 40,
+        check: Some(random_looking),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.digitalocean_token",
+        label: "digitalocean_token",
+        keywords: &["dop_v1_", "doo_v1_", "dor_v1_"],
+        regex: r"\b(do[opr]_v1_[a-f0-9]{64})\b",
+        group: 1,
+        after: 80,
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.databricks_token",
+        label: "databricks_token",
+        keywords: &["dapi"],
+        regex: r"\b(dapi[a-f0-9]{32}(?:-\d)?)\b",
+        group: 1,
+        after: 44,
+        check: Some(random_looking),
+        ..BASE
+    },
     // --- source control ---
-    RuleDef { id: "secret.github_token", label: "github_token", keywords: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], regex: r"\b(gh[pousr]_[A-Za-z0-9]{36})\b", group: 1, before: 4, after: 44, check: Some(github_checksum), ..BASE },
-    RuleDef { id: "secret.github_fine_grained_token", label: "github_token", keywords: &["github_pat_"], regex: r"\b(github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b", group: 1, after: 96, check: Some(not_placeholder), ..BASE },
-    RuleDef { id: "secret.gitlab_token", label: "gitlab_token", keywords: &["glpat-", "gldt-", "glptt-", "glrt-", "glsoat-", "glcbt-", "glft-", "glimt-", "glagent-", "gloas-", "gr1348941"], regex: r"\b(glpat-[A-Za-z0-9_\-]{27,300}\.[0-9a-z]{2}(?:\.[0-9a-z]{2})?[0-9a-z]{7}|(?:glpat|gldt|glrt|glft|glsoat)-[A-Za-z0-9_\-]{20}|glrt-t[0-9]_[A-Za-z0-9_\-]{27,300}\.[0-9a-z]{2}[0-9a-z]{7}|glimt-[A-Za-z0-9_\-]{25}|glagent-[A-Za-z0-9_\-]{50,1024}|gloas-[A-Za-z0-9_\-]{64}|glptt-[0-9a-f]{40}|glcbt-[0-9A-Za-z]{1,5}_[A-Za-z0-9_\-]{20}|GR1348941[A-Za-z0-9_\-]{20})(?:[^A-Za-z0-9_\-]|$)", group: 1, after: 330, check: Some(random_looking), ..BASE },
+    RuleDef {
+        id: "secret.github_token",
+        label: "github_token",
+        keywords: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        regex: r"\b(gh[pousr]_[A-Za-z0-9]{36})\b",
+        group: 1,
+        before: 4,
+        after: 44,
+        check: Some(github_checksum),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.github_fine_grained_token",
+        label: "github_token",
+        keywords: &["github_pat_"],
+        regex: r"\b(github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b",
+        group: 1,
+        after: 96,
+        check: Some(not_placeholder),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.gitlab_token",
+        label: "gitlab_token",
+        keywords: &[
+            "glpat-",
+            "gldt-",
+            "glptt-",
+            "glrt-",
+            "glsoat-",
+            "glcbt-",
+            "glft-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+            "gr1348941",
+        ],
+        regex: r"\b(glpat-[A-Za-z0-9_\-]{27,300}\.[0-9a-z]{2}(?:\.[0-9a-z]{2})?[0-9a-z]{7}|(?:glpat|gldt|glrt|glft|glsoat)-[A-Za-z0-9_\-]{20}|glrt-t[0-9]_[A-Za-z0-9_\-]{27,300}\.[0-9a-z]{2}[0-9a-z]{7}|glimt-[A-Za-z0-9_\-]{25}|glagent-[A-Za-z0-9_\-]{50,1024}|gloas-[A-Za-z0-9_\-]{64}|glptt-[0-9a-f]{40}|glcbt-[0-9A-Za-z]{1,5}_[A-Za-z0-9_\-]{20}|GR1348941[A-Za-z0-9_\-]{20})(?:[^A-Za-z0-9_\-]|$)",
+        group: 1,
+        after: 330,
+        check: Some(random_looking),
+        ..BASE
+    },
     // --- chat and mail ---
     RuleDef {
         id: "secret.slack_token",
         label: "slack_token",
-        keywords: &["xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxo-", "xoxe", "xapp-"],
+        keywords: &[
+            "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxo-", "xoxe", "xapp-",
+        ],
         regex: r"\b(xoxb-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9\-]*|xoxb-[0-9]{8,14}-[A-Za-z0-9]{18,26}|xox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9\-]{28,34}|xox[abposr]-(?:[0-9]+-)+[A-Za-z0-9]{12,}|xox[ar]-(?:[0-9]-)?[0-9A-Za-z]{8,48}|xox[os]-[0-9]+-[0-9]+-[0-9]+-[A-Fa-f0-9]+|xapp-[0-9]-[A-Z0-9]+-[0-9]+-[a-z0-9]+|(?i:xoxe\.xox[bp]-[0-9]-[A-Z0-9]{163,166})|(?i:xoxe-[0-9]-[A-Z0-9]{146}))(?:[^A-Za-z0-9\-]|$)",
         group: 1,
         after: 260,
         check: Some(random_looking),
         ..BASE
     },
-    RuleDef { id: "secret.slack_webhook", label: "slack_webhook", keywords: &["hooks.slack.com"], regex: r"(https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,120})", group: 1, before: 8, after: 140, ..BASE },
-    RuleDef { id: "secret.sendgrid_key", label: "sendgrid_key", keywords: &["sg."], regex: r"\b(SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})(?:[^A-Za-z0-9_\-]|$)", group: 1, after: 72, ..BASE },
-    RuleDef { id: "secret.mailgun_key", label: "mailgun_key", keywords: &["key-"], regex: r"\b(key-[0-9a-f]{32})\b", group: 1, after: 40, check: Some(random_looking), ..BASE },
-    RuleDef { id: "secret.twilio_key", label: "twilio_key", keywords: &["twilio"], regex: r"\b(SK[0-9a-fA-F]{32})\b", group: 1, before: 200, after: 200, check: Some(random_looking), ..BASE },
-    RuleDef { id: "secret.telegram_bot_token", label: "telegram_bot_token", keywords: &[":aa"], regex: r"\b([0-9]{8,10}:AA[0-9A-Za-z_\-]{33})(?:[^0-9A-Za-z_\-]|$)", group: 1, before: 12, after: 40, ..BASE },
-    RuleDef { id: "secret.discord_bot_token", label: "discord_bot_token", keywords: &["discord", "bot "], regex: r"\b([MNO][A-Za-z\d_\-]{23,25}\.[A-Za-z\d_\-]{6}\.[A-Za-z\d_\-]{27,38})\b", group: 1, before: 80, after: 120, check: Some(random_looking), ..BASE },
+    RuleDef {
+        id: "secret.slack_webhook",
+        label: "slack_webhook",
+        keywords: &["hooks.slack.com"],
+        regex: r"(https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,120})",
+        group: 1,
+        before: 8,
+        after: 140,
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.sendgrid_key",
+        label: "sendgrid_key",
+        keywords: &["sg."],
+        regex: r"\b(SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})(?:[^A-Za-z0-9_\-]|$)",
+        group: 1,
+        after: 72,
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.mailgun_key",
+        label: "mailgun_key",
+        keywords: &["key-"],
+        regex: r"\b(key-[0-9a-f]{32})\b",
+        group: 1,
+        after: 40,
+        check: Some(random_looking),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.twilio_key",
+        label: "twilio_key",
+        keywords: &["twilio"],
+        regex: r"\b(SK[0-9a-fA-F]{32})\b",
+        group: 1,
+        before: 200,
+        after: 200,
+        check: Some(random_looking),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.telegram_bot_token",
+        label: "telegram_bot_token",
+        keywords: &[":aa"],
+        regex: r"\b([0-9]{8,10}:AA[0-9A-Za-z_\-]{33})(?:[^0-9A-Za-z_\-]|$)",
+        group: 1,
+        before: 12,
+        after: 40,
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.discord_bot_token",
+        label: "discord_bot_token",
+        keywords: &["discord", "bot "],
+        regex: r"\b([MNO][A-Za-z\d_\-]{23,25}\.[A-Za-z\d_\-]{6}\.[A-Za-z\d_\-]{27,38})\b",
+        group: 1,
+        before: 80,
+        after: 120,
+        check: Some(random_looking),
+        ..BASE
+    },
     // --- payments and commerce ---
-    RuleDef { id: "secret.stripe_key", label: "stripe_key", keywords: &["sk_live_", "rk_live_", "sk_test_", "rk_test_"], regex: r"\b([rs]k_(?:live|test)_[0-9a-zA-Z]{24,247})\b", group: 1, after: 260, check: Some(not_placeholder), ..BASE },
-    RuleDef { id: "secret.shopify_token", label: "shopify_token", keywords: &["shpat_", "shpss_", "shpca_", "shppa_"], regex: r"\b(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})\b", group: 1, after: 40, ..BASE },
+    RuleDef {
+        id: "secret.stripe_key",
+        label: "stripe_key",
+        keywords: &["sk_live_", "rk_live_", "sk_test_", "rk_test_"],
+        regex: r"\b([rs]k_(?:live|test)_[0-9a-zA-Z]{24,247})\b",
+        group: 1,
+        after: 260,
+        check: Some(not_placeholder),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.shopify_token",
+        label: "shopify_token",
+        keywords: &["shpat_", "shpss_", "shpca_", "shppa_"],
+        regex: r"\b(shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})\b",
+        group: 1,
+        after: 40,
+        ..BASE
+    },
     // --- AI providers ---
-    RuleDef { id: "secret.anthropic_key", label: "anthropic_key", severity: Severity::Critical, keywords: &["sk-ant-"], regex: r"\b(sk-ant-(?:api03|admin01)-[A-Za-z0-9_\-]{93}AA|sk-ant-(?:oat|sid|ort)[0-9]{2}-[A-Za-z0-9_\-]{80,120})(?:[^A-Za-z0-9_\-]|$)", group: 1, after: 140, check: Some(not_placeholder), ..BASE },
-    RuleDef { id: "secret.openai_key", label: "openai_key", severity: Severity::Critical, keywords: &["t3blbkfj", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-none-"], regex: r"\b(sk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{16,200}T3BlbkFJ[A-Za-z0-9_\-]{16,200}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{100,250})(?:[^A-Za-z0-9_\-]|$)", group: 1, before: 220, after: 260, check: Some(not_placeholder), ..BASE },
-    RuleDef { id: "secret.huggingface_token", label: "huggingface_token", keywords: &["hf_", "api_org_"], regex: r"\b((?:hf_|api_org_)[A-Za-z0-9]{34})\b", group: 1, after: 44, check: Some(random_looking), ..BASE },
+    RuleDef {
+        id: "secret.anthropic_key",
+        label: "anthropic_key",
+        severity: Severity::Critical,
+        keywords: &["sk-ant-"],
+        regex: r"\b(sk-ant-(?:api03|admin01)-[A-Za-z0-9_\-]{93}AA|sk-ant-(?:oat|sid|ort)[0-9]{2}-[A-Za-z0-9_\-]{80,120})(?:[^A-Za-z0-9_\-]|$)",
+        group: 1,
+        after: 140,
+        check: Some(not_placeholder),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.openai_key",
+        label: "openai_key",
+        severity: Severity::Critical,
+        keywords: &[
+            "t3blbkfj",
+            "sk-proj-",
+            "sk-svcacct-",
+            "sk-admin-",
+            "sk-none-",
+        ],
+        regex: r"\b(sk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]{16,200}T3BlbkFJ[A-Za-z0-9_\-]{16,200}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{100,250})(?:[^A-Za-z0-9_\-]|$)",
+        group: 1,
+        before: 220,
+        after: 260,
+        check: Some(not_placeholder),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.huggingface_token",
+        label: "huggingface_token",
+        keywords: &["hf_", "api_org_"],
+        regex: r"\b((?:hf_|api_org_)[A-Za-z0-9]{34})\b",
+        group: 1,
+        after: 44,
+        check: Some(random_looking),
+        ..BASE
+    },
     // --- package registries ---
-    RuleDef { id: "secret.npm_token", label: "npm_token", keywords: &["npm_"], regex: r"\b(npm_[A-Za-z0-9]{36})\b", group: 1, after: 44, check: Some(random_looking), ..BASE },
-    RuleDef { id: "secret.pypi_token", label: "pypi_token", keywords: &["pypi-ageichlwas5vcmc", "pypi-agendgvzdc5wexbplm9yzw"], regex: r"\b(pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_\-]{70,})", group: 1, after: 1100, ..BASE },
+    RuleDef {
+        id: "secret.npm_token",
+        label: "npm_token",
+        keywords: &["npm_"],
+        regex: r"\b(npm_[A-Za-z0-9]{36})\b",
+        group: 1,
+        after: 44,
+        check: Some(random_looking),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.pypi_token",
+        label: "pypi_token",
+        keywords: &["pypi-ageichlwas5vcmc", "pypi-agendgvzdc5wexbplm9yzw"],
+        regex: r"\b(pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_\-]{70,})",
+        group: 1,
+        after: 1100,
+        ..BASE
+    },
     // --- keys and tokens ---
-    RuleDef { id: "secret.private_key", label: "private_key", severity: Severity::Critical, keywords: &["-----begin", "begin ssh2 encrypted private key", "putty-user-key-file-"], regex: r"(-----BEGIN[ A-Z0-9_]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[ A-Z0-9_]{0,40}PRIVATE KEY(?: BLOCK)?-----|[\sA-Za-z0-9+/=:,.]{64,})?|-{4} BEGIN SSH2 ENCRYPTED PRIVATE KEY -{4}|PuTTY-User-Key-File-[23]:)", group: 1, after: 16500, ..BASE },
-    RuleDef { id: "secret.jwt", label: "jwt", keywords: &["eyj"], regex: r"\b(eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{5,}(?:\.[A-Za-z0-9_\-]{10,})?)(?:[^A-Za-z0-9_\-.]|$)", group: 1, after: 8192, check: Some(jwt), ..BASE },
+    RuleDef {
+        id: "secret.private_key",
+        label: "private_key",
+        severity: Severity::Critical,
+        keywords: &[
+            "-----begin",
+            "begin ssh2 encrypted private key",
+            "putty-user-key-file-",
+        ],
+        regex: r"(-----BEGIN[ A-Z0-9_]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[ A-Z0-9_]{0,40}PRIVATE KEY(?: BLOCK)?-----|[\sA-Za-z0-9+/=:,.]{64,})?|-{4} BEGIN SSH2 ENCRYPTED PRIVATE KEY -{4}|PuTTY-User-Key-File-[23]:)",
+        group: 1,
+        after: 16500,
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.jwt",
+        label: "jwt",
+        keywords: &["eyj"],
+        regex: r"\b(eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{5,}(?:\.[A-Za-z0-9_\-]{10,})?)(?:[^A-Za-z0-9_\-.]|$)",
+        group: 1,
+        after: 8192,
+        check: Some(jwt),
+        ..BASE
+    },
     RuleDef {
         id: "secret.auth_header",
         label: "auth_header",
-        keywords: &["authorization", "api-key", "apikey", "api_key", "api-token", "auth-token", "x-auth", "token:", "bearer"],
+        keywords: &[
+            "authorization",
+            "api-key",
+            "apikey",
+            "api_key",
+            "api-token",
+            "auth-token",
+            "x-auth",
+            "token:",
+            "bearer",
+        ],
         regex: r#"(?i)(?:authorization|x-[a-z0-9\-]{0,30}(?:api-?key|token|auth)|api[-_]?key|api-token|auth-token|token)["']?\s*:\s*(?:(?:bearer|basic|token|api-token|digest|apikey|key)\s+)?([A-Za-z0-9_\-.=:/+~@]{8,})"#,
         group: 1,
         before: 32,
@@ -156,15 +573,61 @@ pub const RULES: &[RuleDef] = &[
         check: Some(credential_value),
         ..BASE
     },
-    RuleDef { id: "secret.bearer_token", label: "bearer_token", keywords: &["bearer "], regex: r"(?i)\bbearer\s+([A-Za-z0-9_\-.=:/+~]{12,})", group: 1, before: 2, after: 400, check: Some(credential_value), ..BASE },
-    RuleDef { id: "secret.npm_auth_token", label: "npm_token", keywords: &["_authtoken"], regex: r"(?:^|[\s\x22'])//[^\s/]+(?:/[^\s:]*)?/:_authToken=\s*([A-Fa-f0-9\-]{36}|npm_[A-Za-z0-9]{36})", group: 1, before: 120, after: 80, check: Some(not_placeholder), ..BASE },
-    RuleDef { id: "secret.connection_string", label: "password", keywords: &["://"], regex: r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:@/\\?#\x22'<>]{1,64}:([^\s@/\\?#\x22'<>]{3,128})@[A-Za-z0-9.\-_\[\]:]+", group: 1, before: 90, after: 220, check: Some(password_value), ..BASE },
+    RuleDef {
+        id: "secret.bearer_token",
+        label: "bearer_token",
+        keywords: &["bearer "],
+        regex: r"(?i)\bbearer\s+([A-Za-z0-9_\-.=:/+~]{12,})",
+        group: 1,
+        before: 2,
+        after: 400,
+        check: Some(credential_value),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.npm_auth_token",
+        label: "npm_token",
+        keywords: &["_authtoken"],
+        regex: r"(?:^|[\s\x22'])//[^\s/]+(?:/[^\s:]*)?/:_authToken=\s*([A-Fa-f0-9\-]{36}|npm_[A-Za-z0-9]{36})",
+        group: 1,
+        before: 120,
+        after: 80,
+        check: Some(not_placeholder),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.connection_string",
+        label: "password",
+        keywords: &["://"],
+        regex: r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:@/\\?#\x22'<>]{1,64}:([^\s@/\\?#\x22'<>]{3,128})@[A-Za-z0-9.\-_\[\]:]+",
+        group: 1,
+        before: 90,
+        after: 220,
+        check: Some(password_value),
+        ..BASE
+    },
     // --- keyword context ---
     RuleDef {
         id: "secret.keyword_assignment",
         label: "secret",
         severity: Severity::High,
-        keywords: &["password", "passwd", "pwd", "secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth", "private_key", "credential", "creds", "key"],
+        keywords: &[
+            "password",
+            "passwd",
+            "pwd",
+            "secret",
+            "token",
+            "api_key",
+            "apikey",
+            "api-key",
+            "access_key",
+            "accesskey",
+            "auth",
+            "private_key",
+            "credential",
+            "creds",
+            "key",
+        ],
         regex: r#"(?i)[A-Za-z0-9_.\-]{0,50}(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|auth[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?|creds|key)(?:[ \t\w.\-]{0,20})[\x22'\]]{0,3}\s{0,3}(?:=|:=|::=|:::=|\.=|=>|:|\?=|\|\||,|>)\s{0,3}[\x22'`]{0,3}([A-Za-z0-9_.=+/\-]{10,150})(?:[\x22'`\s;,)<]|\\[nr]|$)"#,
         group: 1,
         before: 72,
@@ -177,7 +640,17 @@ pub const RULES: &[RuleDef] = &[
         id: "secret.password_assignment",
         label: "password",
         severity: Severity::Medium,
-        keywords: &["password", "passwd", "pwd", "db_pass", "secret", "api_key", "apikey", "private_key", "auth_key"],
+        keywords: &[
+            "password",
+            "passwd",
+            "pwd",
+            "db_pass",
+            "secret",
+            "api_key",
+            "apikey",
+            "private_key",
+            "auth_key",
+        ],
         regex: r#"(?i)(?:(?:^|[^A-Za-z0-9_])[A-Za-z0-9_.\-]{0,40}(?:password|passwd|pwd|db_?pass|secrete?|api_?key|auth_?key|private_?key|service_?key|client_?secret)[A-Za-z0-9_.\-]{0,30}[\x22']?(?:[ \t]{0,3}(?:=|:=|==|!=|===|!==|=>|:)[ \t]{0,3}(?:(?:"([^"\n]{4,200})"|'([^'\n]{4,200})'|`([^`\n]{4,200})`)|([^\s"'`,;]{6,200}))|[ \t]+(?:"([^"\n]{4,200})"|'([^'\n]{4,200})'|`([^`\n]{4,200})`))|"([^"\n]{4,200})"\s{0,3}(?:==|!=|===|!==)\s{0,3}[A-Za-z0-9_.\-]{0,40}(?:password|passwd|pwd|db_?pass|secrete?|api_?key|auth_?key|private_?key|client_?secret))"#,
         group: ANY_GROUP,
         before: 240,

@@ -22,7 +22,12 @@ fn scan(text: &str, scope: Scope) -> Vec<Finding> {
 
 fn jsonl(name: &str) -> Vec<Value> {
     let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap().lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn json(name: &str) -> Value {
@@ -48,21 +53,44 @@ impl Tally {
         }
     }
     fn precision(&self) -> f64 {
-        if self.tp + self.fp == 0 { 1.0 } else { f64::from(self.tp) / f64::from(self.tp + self.fp) }
+        if self.tp + self.fp == 0 {
+            1.0
+        } else {
+            f64::from(self.tp) / f64::from(self.tp + self.fp)
+        }
     }
     fn recall(&self) -> f64 {
-        if self.tp + self.fn_ == 0 { 1.0 } else { f64::from(self.tp) / f64::from(self.tp + self.fn_) }
+        if self.tp + self.fn_ == 0 {
+            1.0
+        } else {
+            f64::from(self.tp) / f64::from(self.tp + self.fn_)
+        }
     }
     fn fpr(&self) -> f64 {
-        if self.fp + self.tn == 0 { 0.0 } else { f64::from(self.fp) / f64::from(self.fp + self.tn) }
+        if self.fp + self.tn == 0 {
+            0.0
+        } else {
+            f64::from(self.fp) / f64::from(self.fp + self.tn)
+        }
     }
     fn row(&self, name: &str) -> String {
-        format!("| {name} | {} | {} | {} | {} | {:.1}% | {:.1}% | {:.1}% |", self.tp, self.fp, self.fn_, self.tn, 100.0 * self.precision(), 100.0 * self.recall(), 100.0 * self.fpr())
+        format!(
+            "| {name} | {} | {} | {} | {} | {:.1}% | {:.1}% | {:.1}% |",
+            self.tp,
+            self.fp,
+            self.fn_,
+            self.tn,
+            100.0 * self.precision(),
+            100.0 * self.recall(),
+            100.0 * self.fpr()
+        )
     }
 }
 
 fn header(title: &str) {
-    println!("\n### {title}\n\n| set | TP | FP | FN | TN | precision | recall | FP rate |\n|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "\n### {title}\n\n| set | TP | FP | FN | TN | precision | recall | FP rate |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+    );
 }
 
 fn has(found: &[Finding], cats: &[Category]) -> bool {
@@ -74,21 +102,66 @@ fn show(set: &str, truth: bool, predicted: bool, text: &str, found: &[Finding]) 
     if truth != predicted && std::env::var("SHOW").is_ok_and(|s| set.contains(&s)) {
         let ids: Vec<&str> = found.iter().map(|f| f.rule_id).collect();
         let cut: String = text.chars().take(220).collect();
-        println!("  {} {set}: {cut:?} {ids:?}", if truth { "MISS" } else { "FALSE" });
+        println!(
+            "  {} {set}: {cut:?} {ids:?}",
+            if truth { "MISS" } else { "FALSE" }
+        );
     }
 }
 
 /// gitleaks rule ids for the credential types Bulwark covers (the list).
 const GITLEAKS_IN_SCOPE: &[&str] = &[
-    "aws-access-token", "anthropic-admin-api-key", "anthropic-api-key", "azure-ad-client-secret", "gcp-api-key", "gcp-service-account", "github-app-token", "github-fine-grained-pat",
-    "github-oauth", "github-pat", "github-refresh-token", "gitlab-pat", "gitlab-pat-routable", "gitlab-ptt", "gitlab-rrt", "gitlab-runner-authentication-token-routable", "slack-app-token",
-    "slack-bot-token", "slack-config-access-token", "slack-config-refresh-token", "slack-legacy-bot-token", "slack-legacy-token", "slack-legacy-workspace-token", "slack-user-token",
-    "slack-webhook-url", "private-key", "jwt-base64", "huggingface-access-token", "huggingface-organization-api-token", "generic-api-key", "curl-auth-header", "databricks-api-token",
+    "aws-access-token",
+    "anthropic-admin-api-key",
+    "anthropic-api-key",
+    "azure-ad-client-secret",
+    "gcp-api-key",
+    "gcp-service-account",
+    "github-app-token",
+    "github-fine-grained-pat",
+    "github-oauth",
+    "github-pat",
+    "github-refresh-token",
+    "gitlab-pat",
+    "gitlab-pat-routable",
+    "gitlab-ptt",
+    "gitlab-rrt",
+    "gitlab-runner-authentication-token-routable",
+    "slack-app-token",
+    "slack-bot-token",
+    "slack-config-access-token",
+    "slack-config-refresh-token",
+    "slack-legacy-bot-token",
+    "slack-legacy-token",
+    "slack-legacy-workspace-token",
+    "slack-user-token",
+    "slack-webhook-url",
+    "private-key",
+    "jwt-base64",
+    "huggingface-access-token",
+    "huggingface-organization-api-token",
+    "generic-api-key",
+    "curl-auth-header",
+    "databricks-api-token",
     "sidekiq-sensitive-url",
 ];
 
 /// detect-secrets plugins for the covered types.
-const DETECT_SECRETS_IN_SCOPE: &[&str] = &["azure_storage_key", "basic_auth", "github_token", "gitlab_token", "jwt", "keyword", "npm", "openai", "private_key", "pypi_token", "sendgrid", "slack", "stripe_key"];
+const DETECT_SECRETS_IN_SCOPE: &[&str] = &[
+    "azure_storage_key",
+    "basic_auth",
+    "github_token",
+    "gitlab_token",
+    "jwt",
+    "keyword",
+    "npm",
+    "openai",
+    "private_key",
+    "pypi_token",
+    "sendgrid",
+    "slack",
+    "stripe_key",
+];
 
 fn secret_tallies() -> (BTreeMap<String, Tally>, Tally, Tally) {
     let mut per: BTreeMap<String, Tally> = BTreeMap::new();
@@ -97,7 +170,11 @@ fn secret_tallies() -> (BTreeMap<String, Tally>, Tally, Tally) {
     let rows = jsonl("gitleaks_rule_samples.jsonl");
     // A negative for one rule can be another rule's positive (an admin key is not an API key,
     // but it is a secret): such rows say nothing about "is there a secret here".
-    let positives: std::collections::HashSet<&str> = rows.iter().filter(|r| r["label"] == "tp").map(|r| r["text"].as_str().unwrap()).collect();
+    let positives: std::collections::HashSet<&str> = rows
+        .iter()
+        .filter(|r| r["label"] == "tp")
+        .map(|r| r["text"].as_str().unwrap())
+        .collect();
     for r in &rows {
         let id = r["rule_id"].as_str().unwrap();
         let truth = r["label"] == "tp";
@@ -106,11 +183,19 @@ fn secret_tallies() -> (BTreeMap<String, Tally>, Tally, Tally) {
         }
         let found = scan(r["text"].as_str().unwrap(), Scope::Request);
         let predicted = has(&found, &[Category::Secret]);
-        show(&format!("gitleaks/{id}"), truth, predicted, r["text"].as_str().unwrap(), &found);
+        show(
+            &format!("gitleaks/{id}"),
+            truth,
+            predicted,
+            r["text"].as_str().unwrap(),
+            &found,
+        );
         all.add(truth, predicted);
         if GITLEAKS_IN_SCOPE.contains(&id) {
             in_scope.add(truth, predicted);
-            per.entry(format!("gitleaks/{id}")).or_default().add(truth, predicted);
+            per.entry(format!("gitleaks/{id}"))
+                .or_default()
+                .add(truth, predicted);
         }
     }
     (per, in_scope, all)
@@ -121,7 +206,11 @@ fn detect_secrets_tallies() -> (BTreeMap<String, Tally>, Tally, Tally) {
     let mut in_scope = Tally::default();
     let mut all = Tally::default();
     let rows = jsonl("detect_secrets_plugin_cases.jsonl");
-    let positives: std::collections::HashSet<&str> = rows.iter().filter(|r| r["should_flag"] == true).map(|r| r["text"].as_str().unwrap()).collect();
+    let positives: std::collections::HashSet<&str> = rows
+        .iter()
+        .filter(|r| r["should_flag"] == true)
+        .map(|r| r["text"].as_str().unwrap())
+        .collect();
     for r in &rows {
         let plugin = r["plugin"].as_str().unwrap();
         let truth = r["should_flag"] == true;
@@ -131,11 +220,19 @@ fn detect_secrets_tallies() -> (BTreeMap<String, Tally>, Tally, Tally) {
         }
         let found = scan(r["text"].as_str().unwrap(), Scope::Request);
         let predicted = has(&found, &[Category::Secret]);
-        show(&format!("detect-secrets/{plugin}"), truth, predicted, r["text"].as_str().unwrap(), &found);
+        show(
+            &format!("detect-secrets/{plugin}"),
+            truth,
+            predicted,
+            r["text"].as_str().unwrap(),
+            &found,
+        );
         all.add(truth, predicted);
         if DETECT_SECRETS_IN_SCOPE.contains(&plugin) {
             in_scope.add(truth, predicted);
-            per.entry(format!("detect-secrets/{plugin}")).or_default().add(truth, predicted);
+            per.entry(format!("detect-secrets/{plugin}"))
+                .or_default()
+                .add(truth, predicted);
         }
     }
     (per, in_scope, all)
@@ -153,12 +250,24 @@ fn secrets() {
     for (k, t) in per.iter().chain(per_d.iter()) {
         println!("{}", t.row(k));
     }
-    assert!(scope_g.recall() >= 0.90 && scope_g.precision() >= 0.80, "gitleaks {scope_g:?}");
-    assert!(scope_d.recall() >= 0.80 && scope_d.precision() >= 0.80, "detect-secrets {scope_d:?}");
+    assert!(
+        scope_g.recall() >= 0.90 && scope_g.precision() >= 0.80,
+        "gitleaks {scope_g:?}"
+    );
+    assert!(
+        scope_d.recall() >= 0.80 && scope_d.precision() >= 0.80,
+        "detect-secrets {scope_d:?}"
+    );
 }
 
 /// Presidio entity names for what Bulwark detects, and our rule ids for each.
-const PII: &[(&str, &str)] = &[("EMAIL_ADDRESS", "pii.email"), ("PHONE_NUMBER", "pii.phone"), ("CREDIT_CARD", "pii.card_number"), ("IBAN_CODE", "pii.iban"), ("US_SSN", "pii.us_ssn")];
+const PII: &[(&str, &str)] = &[
+    ("EMAIL_ADDRESS", "pii.email"),
+    ("PHONE_NUMBER", "pii.phone"),
+    ("CREDIT_CARD", "pii.card_number"),
+    ("IBAN_CODE", "pii.iban"),
+    ("US_SSN", "pii.us_ssn"),
+];
 
 #[test]
 fn pii() {
@@ -168,10 +277,17 @@ fn pii() {
     for (entity, rule) in PII {
         let mut t = Tally::default();
         // `entity` is a name, or a list of names for cases with several entities.
-        let is = |r: &&Value| r["entity"] == *entity || r["entity"].as_array().is_some_and(|a| a.iter().any(|e| e == *entity));
+        let is = |r: &&Value| {
+            r["entity"] == *entity
+                || r["entity"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|e| e == *entity))
+        };
         for r in cases.iter().filter(is) {
             let truth = r["label"] == "pii";
-            let predicted = scan(r["text"].as_str().unwrap(), Scope::Response).iter().any(|f| f.rule_id == *rule);
+            let predicted = scan(r["text"].as_str().unwrap(), Scope::Response)
+                .iter()
+                .any(|f| f.rule_id == *rule);
             t.add(truth, predicted);
             total.add(truth, predicted);
         }
@@ -188,8 +304,23 @@ fn pii() {
             let text = row["full_text"].as_str().unwrap();
             // Presidio positions are in characters; convert to bytes.
             let byte_at = |c: usize| text.char_indices().nth(c).map_or(text.len(), |(b, _)| b);
-            let spans: Vec<(usize, usize)> = row["spans"].as_array().unwrap().iter().filter(|s| s["entity_type"] == *entity).map(|s| (byte_at(s["start_position"].as_u64().unwrap() as usize), byte_at(s["end_position"].as_u64().unwrap() as usize))).collect();
-            let found: Vec<(usize, usize)> = scan(text, Scope::Response).into_iter().filter(|f| f.rule_id == *rule).map(|f| f.span).collect();
+            let spans: Vec<(usize, usize)> = row["spans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["entity_type"] == *entity)
+                .map(|s| {
+                    (
+                        byte_at(s["start_position"].as_u64().unwrap() as usize),
+                        byte_at(s["end_position"].as_u64().unwrap() as usize),
+                    )
+                })
+                .collect();
+            let found: Vec<(usize, usize)> = scan(text, Scope::Response)
+                .into_iter()
+                .filter(|f| f.rule_id == *rule)
+                .map(|f| f.span)
+                .collect();
             for s in &spans {
                 t.add(true, found.iter().any(|f| f.0 < s.1 && s.0 < f.1));
             }
@@ -203,7 +334,12 @@ fn pii() {
     }
 }
 
-const INSTRUCTIONS: &[Category] = &[Category::Injection, Category::Prefill, Category::Concealment, Category::HiddenText];
+const INSTRUCTIONS: &[Category] = &[
+    Category::Injection,
+    Category::Prefill,
+    Category::Concealment,
+    Category::HiddenText,
+];
 
 #[test]
 fn injection() {
@@ -212,7 +348,10 @@ fn injection() {
     let mut all = Tally::default();
     for r in json("prompt_injection.json").as_array().unwrap() {
         let v = r["injection_variant"].as_str().unwrap().to_string();
-        let predicted = has(&scan(r["user_input"].as_str().unwrap(), Scope::Response), INSTRUCTIONS);
+        let predicted = has(
+            &scan(r["user_input"].as_str().unwrap(), Scope::Response),
+            INSTRUCTIONS,
+        );
         per.entry(v).or_default().add(true, predicted);
         all.add(true, predicted);
     }
@@ -223,13 +362,22 @@ fn injection() {
 
     let mut benign = Tally::default();
     for r in json("mitre_frr_benign.json").as_array().unwrap() {
-        benign.add(false, has(&scan(r["mutated_prompt"].as_str().unwrap(), Scope::Response), INSTRUCTIONS));
+        benign.add(
+            false,
+            has(
+                &scan(r["mutated_prompt"].as_str().unwrap(), Scope::Response),
+                INSTRUCTIONS,
+            ),
+        );
     }
     println!("{}", benign.row("CyberSecEval MITRE benign prompts (750)"));
 
     // BIPIA: each attack instruction inserted at the start, middle and end of each clean
     // e-mail (BIPIA's own recipe); the clean e-mails are the negatives.
-    let emails: Vec<String> = jsonl("bipia/email_test.jsonl").iter().map(|r| r["context"].as_str().unwrap().to_string()).collect();
+    let emails: Vec<String> = jsonl("bipia/email_test.jsonl")
+        .iter()
+        .map(|r| r["context"].as_str().unwrap().to_string())
+        .collect();
     let mut clean = Tally::default();
     for e in &emails {
         clean.add(false, has(&scan(e, Scope::Response), INSTRUCTIONS));
@@ -241,7 +389,10 @@ fn injection() {
             for a in attacks.as_array().unwrap() {
                 let a = a.as_str().unwrap();
                 for (i, e) in emails.iter().enumerate().take(10) {
-                    let mid = e.char_indices().nth(e.chars().count() / 2).map_or(0, |(b, _)| b);
+                    let mid = e
+                        .char_indices()
+                        .nth(e.chars().count() / 2)
+                        .map_or(0, |(b, _)| b);
                     let text = match i % 3 {
                         0 => format!("{a}\n{e}"),
                         1 => format!("{}\n{a}\n{}", &e[..mid], &e[mid..]),
@@ -271,12 +422,27 @@ fn injection() {
 fn tool_poisoning() {
     header("poisoning (MCPSecBench attack prompts scanned as tool definitions)");
     let mut per: BTreeMap<String, Tally> = BTreeMap::new();
-    for file in ["mcpsecbench/attacks.json", "mcpsecbench/attacks_extended.json", "mcpsecbench/attacks_updated.json"] {
+    for file in [
+        "mcpsecbench/attacks.json",
+        "mcpsecbench/attacks_extended.json",
+        "mcpsecbench/attacks_updated.json",
+    ] {
         for fam in json(file).as_array().unwrap() {
             let name = fam["name"].as_str().unwrap().to_string();
             for p in fam["prompts"].as_array().unwrap() {
                 let found = scan(p.as_str().unwrap(), Scope::Definition);
-                per.entry(name.clone()).or_default().add(true, has(&found, &[Category::Poisoning, Category::Injection, Category::Concealment, Category::Prefill]));
+                per.entry(name.clone()).or_default().add(
+                    true,
+                    has(
+                        &found,
+                        &[
+                            Category::Poisoning,
+                            Category::Injection,
+                            Category::Concealment,
+                            Category::Prefill,
+                        ],
+                    ),
+                );
             }
         }
     }

@@ -17,18 +17,30 @@ pub fn run(args: &ScanArgs) -> Result<ExitCode> {
     let mut text = String::new();
     match args.file.as_deref().filter(|p| p.as_os_str() != "-") {
         Some(p) => {
-            std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?.take(MAX_INPUT as u64 + 1).read_to_string(&mut text).with_context(|| format!("{} is not UTF-8 text", p.display()))?;
+            std::fs::File::open(p)
+                .with_context(|| format!("cannot open {}", p.display()))?
+                .take(MAX_INPUT as u64 + 1)
+                .read_to_string(&mut text)
+                .with_context(|| format!("{} is not UTF-8 text", p.display()))?;
         }
         None => {
-            std::io::stdin().take(MAX_INPUT as u64 + 1).read_to_string(&mut text).context("standard input is not UTF-8 text")?;
+            std::io::stdin()
+                .take(MAX_INPUT as u64 + 1)
+                .read_to_string(&mut text)
+                .context("standard input is not UTF-8 text")?;
         }
     }
-    anyhow::ensure!(text.len() <= MAX_INPUT, "input is larger than {MAX_INPUT} bytes");
+    anyhow::ensure!(
+        text.len() <= MAX_INPUT,
+        "input is larger than {MAX_INPUT} bytes"
+    );
     let scope = Scope::from_name(&args.direction).unwrap_or(Scope::Response);
     let scanner = Scanner::new()?.with_max_bytes(MAX_INPUT);
 
     // JSON is scanned string by string, like the gateways do; anything else as one text.
-    let doc: Option<Value> = serde_json::from_str(&text).ok().filter(|v: &Value| v.is_object() || v.is_array());
+    let doc: Option<Value> = serde_json::from_str(&text)
+        .ok()
+        .filter(|v: &Value| v.is_object() || v.is_array());
     let mut strings: Vec<(String, String)> = Vec::new();
     match &doc {
         Some(v) => collect(v, &mut String::new(), &mut strings),
@@ -47,7 +59,11 @@ pub fn run(args: &ScanArgs) -> Result<ExitCode> {
             .iter()
             .enumerate()
             .map(|(i, (_, s))| {
-                let fs: Vec<Finding> = all.iter().filter(|(j, _)| *j == i).map(|(_, f)| f.clone()).collect();
+                let fs: Vec<Finding> = all
+                    .iter()
+                    .filter(|(j, _)| *j == i)
+                    .map(|(_, f)| f.clone())
+                    .collect();
                 bulwark_scan::mask(s, &fs, |f| numbers.placeholder(f, &s[f.span.0..f.span.1]))
             })
             .collect();
@@ -79,13 +95,31 @@ pub fn run(args: &ScanArgs) -> Result<ExitCode> {
         for (i, f) in &all {
             let (pointer, s) = &strings[*i];
             let (line, column) = line_col(s, f.span.0);
-            let at = if doc.is_some() { format!("{pointer}:{line}:{column}") } else { format!("{line}:{column}") };
+            let at = if doc.is_some() {
+                format!("{pointer}:{line}:{column}")
+            } else {
+                format!("{line}:{column}")
+            };
             let shown = numbers.placeholder(f, &s[f.span.0..f.span.1]);
-            println!("{at}  {:8}  {:11}  {}  {}", f.severity.as_str(), f.category.as_str(), f.rule_id, shown);
+            println!(
+                "{at}  {:8}  {:11}  {}  {}",
+                f.severity.as_str(),
+                f.category.as_str(),
+                f.rule_id,
+                shown
+            );
         }
-        println!("{} finding{}", all.len(), if all.len() == 1 { "" } else { "s" });
+        println!(
+            "{} finding{}",
+            all.len(),
+            if all.len() == 1 { "" } else { "s" }
+        );
     }
-    Ok(if serious { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if serious {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Same value, same placeholder, within one run.
@@ -107,7 +141,10 @@ impl Numbers {
                 *c
             }
         };
-        format!("[REDACTED:{}:{label}:{n}]", f.category.as_str().to_uppercase())
+        format!(
+            "[REDACTED:{}:{label}:{n}]",
+            f.category.as_str().to_uppercase()
+        )
     }
 }
 

@@ -17,18 +17,30 @@ use crate::analysis::json;
 use crate::call::Direction;
 use crate::decision::Finding;
 use crate::pipeline::Ctx;
-use crate::state::Env;
 use crate::scanner::{ContentFinding, ScanInput};
+use crate::state::Env;
 
-fn code_for(c: ContentCategory) -> ReasonCode {
-    match c {
-        ContentCategory::Secret | ContentCategory::Exfil => ReasonCode::ContentBlock,
-        ContentCategory::Pii => ReasonCode::PiiDetected,
-        ContentCategory::Injection
-        | ContentCategory::Prefill
-        | ContentCategory::Concealment
-        | ContentCategory::HiddenText => ReasonCode::Injection,
-        ContentCategory::Poisoning => ReasonCode::ToolPoisoning,
+fn code_for(c: ContentCategory, direction: Direction) -> ReasonCode {
+    match (c, direction) {
+        // Anything in a definition that speaks to the model is poisoning: the tool is withheld.
+        (
+            ContentCategory::Injection
+            | ContentCategory::Prefill
+            | ContentCategory::Concealment
+            | ContentCategory::HiddenText
+            | ContentCategory::Poisoning,
+            Direction::Definition,
+        ) => ReasonCode::ToolPoisoning,
+        (ContentCategory::Secret | ContentCategory::Exfil, _) => ReasonCode::ContentBlock,
+        (ContentCategory::Pii, _) => ReasonCode::PiiDetected,
+        (
+            ContentCategory::Injection
+            | ContentCategory::Prefill
+            | ContentCategory::Concealment
+            | ContentCategory::HiddenText,
+            _,
+        ) => ReasonCode::Injection,
+        (ContentCategory::Poisoning, _) => ReasonCode::ToolPoisoning,
     }
 }
 
@@ -129,7 +141,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let mut to_mask: Vec<(&ContentFinding, String)> = Vec::new();
     for f in &out.findings {
         // Below the direction's threshold a finding is reported, not acted on.
-        let action = if f.severity < threshold { Verdict::Allow } else { table.get(f.category) };
+        let action = if f.severity < threshold {
+            Verdict::Allow
+        } else {
+            table.get(f.category)
+        };
         let pointer = json::pointer_of(doc, f.string);
         ctx.findings.push(Finding {
             rule_id: f.rule_id.clone(),
@@ -151,14 +167,24 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             continue;
         }
         if action == Verdict::Mask {
-            let value = strings.get(f.string).and_then(|t| t.get(f.span[0]..f.span[1])).unwrap_or_default();
+            let value = strings
+                .get(f.string)
+                .and_then(|t| t.get(f.span[0]..f.span[1]))
+                .unwrap_or_default();
             let n = env.session.masks.number(&f.label, value);
-            to_mask.push((f, format!("[REDACTED:{}:{}:{n}]", f.category.as_str().to_uppercase(), f.label)));
+            to_mask.push((
+                f,
+                format!(
+                    "[REDACTED:{}:{}:{n}]",
+                    f.category.as_str().to_uppercase(),
+                    f.label
+                ),
+            ));
         }
         let (reason, safer) = reason_for(f.category, call.direction);
         ctx.raise(
             action,
-            code_for(f.category),
+            code_for(f.category, call.direction),
             Some(f.rule_id.clone()),
             Some(f.severity),
             reason,
@@ -174,7 +200,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
 fn mask(doc: &Value, strings: &[&str], findings: &[(&ContentFinding, String)]) -> Value {
     let mut out = doc.clone();
     for (i, text) in strings.iter().enumerate() {
-        let mut spans: Vec<&(&ContentFinding, String)> = findings.iter().filter(|(f, _)| f.string == i).collect();
+        let mut spans: Vec<&(&ContentFinding, String)> =
+            findings.iter().filter(|(f, _)| f.string == i).collect();
         if spans.is_empty() {
             continue;
         }
@@ -191,7 +218,9 @@ fn mask(doc: &Value, strings: &[&str], findings: &[(&ContentFinding, String)]) -
             at = e;
         }
         masked.push_str(&text[at..]);
-        let Some(pointer) = json::pointer_of(doc, i) else { continue };
+        let Some(pointer) = json::pointer_of(doc, i) else {
+            continue;
+        };
         if pointer.is_empty() {
             out = Value::String(masked);
         } else if let Some(slot) = out.pointer_mut(&pointer) {
