@@ -78,6 +78,10 @@ pub enum Encoding {
     Percent,
     /// HTML character references.
     HtmlEntities,
+    /// Hexadecimal.
+    Hex,
+    /// Unicode tag characters spelling ASCII.
+    UnicodeTags,
 }
 
 /// One finding. `span` is a byte range into the scanned text; for findings inside encoded

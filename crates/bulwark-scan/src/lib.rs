@@ -28,9 +28,11 @@
 //! assert!(masked.starts_with("key=[REDACTED:aws_access_key]"));
 //! ```
 
+mod checks;
 mod decode;
 mod entropy;
 mod finding;
+mod injection;
 mod mask;
 mod normalize;
 mod phrases;
@@ -85,8 +87,31 @@ impl Scanner {
             .chain(phrases::RAW)
             .copied()
             .collect();
+        let phrase_defs: Vec<rules::RuleDef> = injection::RULES
+            .iter()
+            .map(|p| rules::RuleDef {
+                id: p.id,
+                category: p.category,
+                severity: p.severity[0],
+                per_scope: Some(p.severity),
+                negation_guard: p.negation_guard,
+                label: match p.category {
+                    Category::Concealment => "concealment",
+                    Category::Poisoning => "poisoning",
+                    Category::Prefill => "prefill",
+                    _ => "injection",
+                },
+                keywords: p.keywords,
+                regex: p.regex,
+                // The phrase regexes start near their keywords and span a few hundred bytes.
+                before: 64,
+                after: 1200,
+                ..rules::BASE
+            })
+            .chain(phrases::NORMALIZED.iter().copied())
+            .collect();
         Ok(Scanner {
-            rules: RuleSet::new(&raw_defs, phrases::NORMALIZED)?,
+            rules: RuleSet::new(&raw_defs, &phrase_defs)?,
             max_bytes: DEFAULT_MAX_BYTES,
         })
     }
@@ -110,20 +135,58 @@ impl Scanner {
         }
         let mut out = Vec::new();
         self.scan_views(text, scope, None, &mut out);
-        let bytes = text.as_bytes();
         if scope == Scope::Request {
-            exfil(bytes, &mut out);
+            exfil(text.as_bytes(), &mut out);
         }
-        // One level of decoding, scanned again (and not decoded again).
-        for d in decode::decodings(text, text.len()) {
+        // One level of decoding, scanned again (and not decoded again). An instruction that only
+        // shows up once decoded was hidden on purpose: it is raised to high.
+        let mut decoded = decode::decodings(text, text.len());
+        decoded.extend(
+            checks::hex_runs(text)
+                .into_iter()
+                .map(|(span, t)| decode::Decoded {
+                    span,
+                    text: t,
+                    encoding: Encoding::Hex,
+                }),
+        );
+        for d in decoded {
             let mut inner = Vec::new();
             self.scan_views(&d.text, scope, Some(d.encoding), &mut inner);
-            out.extend(inner.into_iter().map(|f| Finding {
-                span: d.span,
-                encoding: Some(d.encoding),
-                ..f
+            let instructs = |f: &Finding| {
+                f.severity >= Severity::Medium
+                    && !matches!(
+                        f.category,
+                        Category::Secret | Category::Pii | Category::Exfil
+                    )
+            };
+            let instruction = inner.iter().any(instructs);
+            out.extend(inner.into_iter().map(|f| {
+                let severity = if instructs(&f) {
+                    Severity::High
+                } else {
+                    f.severity
+                };
+                Finding {
+                    span: d.span,
+                    encoding: Some(d.encoding),
+                    severity,
+                    ..f
+                }
             }));
+            let prose_view = !matches!(d.encoding, Encoding::Percent | Encoding::HtmlEntities);
+            if !instruction && prose_view && checks::is_prose(&d.text) {
+                out.push(Finding {
+                    category: Category::HiddenText,
+                    rule_id: "hidden_text.encoded_text",
+                    severity: Severity::Medium,
+                    span: d.span,
+                    label: "hidden_text",
+                    encoding: Some(d.encoding),
+                });
+            }
         }
+        checks::escalate(&mut out, scope);
         Ok(resolve(out))
     }
 
@@ -150,7 +213,7 @@ impl Scanner {
             out.push(Finding {
                 category: d.category,
                 rule_id: d.id,
-                severity: d.severity,
+                severity: d.severity_in(scope),
                 span,
                 label: d.label,
                 encoding,
@@ -178,7 +241,25 @@ impl Scanner {
                 });
             }
         }
-        hidden(&norm, encoding, out);
+        checks::invisible(&norm, encoding, out);
+        checks::structural(
+            &norm.text,
+            |s, e| norm.original_span(s, e, text),
+            encoding,
+            out,
+        );
+        // Unicode tag characters can spell a whole instruction invisibly: read what they say.
+        if encoding.is_none() {
+            if let Some(hidden) = checks::tag_text(text) {
+                let mut inner = Vec::new();
+                self.scan_views(&hidden, scope, Some(Encoding::UnicodeTags), &mut inner);
+                let at = norm.invisible.first().map_or(0, |(o, _)| *o);
+                out.extend(inner.into_iter().map(|f| Finding {
+                    span: (at, text.len()),
+                    ..f
+                }));
+            }
+        }
     }
 
     /// The naive baseline for benchmarks: every rule's regex over the whole raw and
@@ -189,36 +270,10 @@ impl Scanner {
             .scan_naive(text.as_bytes(), norm.text.as_bytes(), scope)
     }
 
-    /// Number of detectors (keyword rules plus the number, IBAN, invisible-character and
-    /// blob passes).
+    /// Number of detectors (keyword rules plus the number, IBAN, invisible-character,
+    /// structure, decoding and blob passes).
     pub fn rule_count(&self) -> usize {
-        self.rules.rules.len() + 5
-    }
-}
-
-/// Invisible characters: tag characters and bidi controls are high (they smuggle or
-/// reorder text), other zero-width characters medium, reported once per kind per text.
-fn hidden(norm: &normalize::Normalized, encoding: Option<Encoding>, out: &mut Vec<Finding>) {
-    let mut seen = [false; 3];
-    for &(off, c) in &norm.invisible {
-        let (kind, id, severity) = if normalize::is_tag(c) {
-            (0, "hidden_text.unicode_tags", Severity::High)
-        } else if normalize::is_bidi_control(c) {
-            (1, "hidden_text.bidi_control", Severity::High)
-        } else {
-            (2, "hidden_text.zero_width", Severity::Medium)
-        };
-        if !seen[kind] {
-            seen[kind] = true;
-            out.push(Finding {
-                category: Category::HiddenText,
-                rule_id: id,
-                severity,
-                span: (off, off + c.len_utf8()),
-                label: "hidden_text",
-                encoding,
-            });
-        }
+        self.rules.rules.len() + 9
     }
 }
 

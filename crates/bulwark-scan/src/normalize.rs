@@ -145,7 +145,15 @@ pub fn normalize(text: &str) -> Normalized {
     if simple {
         let folded: Vec<u8> = bytes
             .iter()
-            .map(|&b| if ws(b) { b' ' } else { b.to_ascii_lowercase() })
+            .map(|&b| {
+                if b == b'\n' {
+                    b'\n'
+                } else if ws(b) {
+                    b' '
+                } else {
+                    b.to_ascii_lowercase()
+                }
+            })
             .collect();
         return Normalized {
             text: String::from_utf8(folded).unwrap_or_default(),
@@ -173,9 +181,15 @@ fn normalize_slow(text: &str) -> Normalized {
         if b.is_ascii() {
             if b.is_ascii_whitespace() || b == 0x0b {
                 if !last_space {
-                    buf.push(b' ');
+                    buf.push(if b == b'\n' { b'\n' } else { b' ' });
                     out.origin.push(i as u32);
                     last_space = true;
+                } else if b == b'\n' {
+                    // A run of blanks that holds a newline collapses to the newline: line
+                    // structure matters to role-marker checks.
+                    if let Some(last) = buf.last_mut() {
+                        *last = b'\n';
+                    }
                 }
             } else {
                 buf.push(b.to_ascii_lowercase());
@@ -205,9 +219,13 @@ fn push_char(
 ) {
     if ch.is_whitespace() {
         if !*last_space {
-            buf.push(b' ');
+            buf.push(if ch == '\n' { b'\n' } else { b' ' });
             origin.push(off as u32);
             *last_space = true;
+        } else if ch == '\n' {
+            if let Some(last) = buf.last_mut() {
+                *last = b'\n';
+            }
         }
         return;
     }
@@ -250,8 +268,8 @@ mod tests {
     fn folds_what_people_use_to_hide_words() {
         let cases = [
             (
-                "IGNORE  Previous\n\tinstructions",
-                "ignore previous instructions",
+                "IGNORE  Previous \n\tinstructions",
+                "ignore previous\ninstructions",
             ),
             ("ｉｇｎｏｒｅ ｐｒｅｖｉｏｕｓ", "ignore previous"),
             ("іgnоrе", "ignore"),
@@ -267,6 +285,7 @@ mod tests {
         }
         let n = normalize("Plain ASCII\nline");
         assert!(n.origin.is_empty());
+        assert_eq!(n.text, "plain ascii\nline");
         assert_eq!(n.original_span(6, 11, "Plain ASCII\nline"), (6, 11));
     }
 

@@ -35,6 +35,18 @@ pub struct RuleDef {
     pub check: Option<fn(&[u8]) -> bool>,
     /// Extra validation of the whole match (for example the variable name around a value).
     pub context: Option<fn(&[u8]) -> bool>,
+    /// Severity per scope (request, response, definition), when it depends on the channel.
+    pub per_scope: Option<[Severity; 3]>,
+    /// Skip a match preceded by a negation (`do not reveal the password`).
+    pub negation_guard: bool,
+}
+
+/// Whether the 16 bytes before a match hold a negation (`not`, `n't`, `never`, `no`).
+fn negated(before: &[u8]) -> bool {
+    let tail = &before[before.len().saturating_sub(16)..];
+    let t = String::from_utf8_lossy(tail);
+    t.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .any(|w| matches!(w, "not" | "never" | "no") || w.ends_with("n't"))
 }
 
 /// `group` value meaning "the first capture group that took part in the match".
@@ -54,7 +66,19 @@ pub const BASE: RuleDef = RuleDef {
     scopes: &[Scope::Request, Scope::Response, Scope::Definition],
     check: None,
     context: None,
+    per_scope: None,
+    negation_guard: false,
 };
+
+impl RuleDef {
+    /// The severity of this rule's findings in `scope`.
+    pub fn severity_in(&self, scope: Scope) -> Severity {
+        match self.per_scope {
+            Some(s) => s[scope as usize],
+            None => self.severity,
+        }
+    }
+}
 
 /// Which text a rule's regex reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,8 +140,10 @@ impl RuleSet {
             .map(|d| (d, View::Raw))
             .chain(normalized.iter().map(|d| (d, View::Normalized)));
         for (i, (def, view)) in tagged.enumerate() {
+            // Raw-view rules read bytes with ASCII classes (secrets are ASCII); phrase rules read
+            // the normalised text, where words can be in any script.
             let regex = RegexBuilder::new(def.regex)
-                .unicode(false)
+                .unicode(view == View::Normalized)
                 .size_limit(4 << 20)
                 .dfa_size_limit(4 << 20)
                 .build()
@@ -223,6 +249,9 @@ impl RuleSet {
                             .context
                             .is_some_and(|check| !check(whole.as_bytes()))
                     {
+                        continue;
+                    }
+                    if rule.def.negation_guard && negated(&hay[..ws_start + whole.start()]) {
                         continue;
                     }
                     out.push(Hit {

@@ -339,48 +339,83 @@ const INSTRUCTIONS: &[Category] = &[
     Category::Prefill,
     Category::Concealment,
     Category::HiddenText,
+    Category::Poisoning,
 ];
+
+/// Whether the scan would act with the default thresholds (medium and above), and whether
+/// it reported anything at all.
+fn flags(found: &[Finding]) -> (bool, bool) {
+    let relevant: Vec<&Finding> = found
+        .iter()
+        .filter(|f| INSTRUCTIONS.contains(&f.category))
+        .collect();
+    (
+        relevant
+            .iter()
+            .any(|f| f.severity >= bulwark_scan::Severity::Medium),
+        !relevant.is_empty(),
+    )
+}
 
 #[test]
 fn injection() {
-    header("injection (CyberSecEval prompt injections, per variant; scanned as tool results)");
+    header(
+        "injection (CyberSecEval prompt injections, per variant; direct attacks as requests, indirect as tool results; flagged = medium or above)",
+    );
     let mut per: BTreeMap<String, Tally> = BTreeMap::new();
     let mut all = Tally::default();
+    let mut any = Tally::default();
     for r in json("prompt_injection.json").as_array().unwrap() {
         let v = r["injection_variant"].as_str().unwrap().to_string();
-        let predicted = has(
-            &scan(r["user_input"].as_str().unwrap(), Scope::Response),
-            INSTRUCTIONS,
-        );
-        per.entry(v).or_default().add(true, predicted);
-        all.add(true, predicted);
+        let scope = if r["injection_type"] == "indirect" {
+            Scope::Response
+        } else {
+            Scope::Request
+        };
+        let text = r["user_input"].as_str().unwrap();
+        let found = scan(text, scope);
+        let (flagged, signal) = flags(&found);
+        show(&format!("cse/{v}"), true, flagged, text, &found);
+        per.entry(v).or_default().add(true, flagged);
+        all.add(true, flagged);
+        any.add(true, signal);
     }
     for (k, t) in &per {
         println!("{}", t.row(k));
     }
-    println!("{}", all.row("all 251 attacks"));
+    println!("{}", all.row("all 251 attacks (flagged)"));
+    println!("{}", any.row("all 251 attacks (any signal, low included)"));
 
     let mut benign = Tally::default();
+    let mut benign_any = Tally::default();
     for r in json("mitre_frr_benign.json").as_array().unwrap() {
-        benign.add(
-            false,
-            has(
-                &scan(r["mutated_prompt"].as_str().unwrap(), Scope::Response),
-                INSTRUCTIONS,
-            ),
-        );
+        let text = r["mutated_prompt"].as_str().unwrap();
+        let found = scan(text, Scope::Request);
+        let (flagged, signal) = flags(&found);
+        show("mitre", false, flagged, text, &found);
+        benign.add(false, flagged);
+        benign_any.add(false, signal);
     }
-    println!("{}", benign.row("CyberSecEval MITRE benign prompts (750)"));
+    println!(
+        "{}",
+        benign.row("CyberSecEval MITRE benign prompts (750), flagged")
+    );
+    println!(
+        "{}",
+        benign_any.row("CyberSecEval MITRE benign prompts (750), any signal")
+    );
 
-    // BIPIA: each attack instruction inserted at the start, middle and end of each clean
-    // e-mail (BIPIA's own recipe); the clean e-mails are the negatives.
+    // BIPIA: each attack instruction inserted at the start, middle and end of clean e-mails
+    // (BIPIA's own recipe), scanned as tool results; the clean e-mails are the negatives.
     let emails: Vec<String> = jsonl("bipia/email_test.jsonl")
         .iter()
         .map(|r| r["context"].as_str().unwrap().to_string())
         .collect();
     let mut clean = Tally::default();
     for e in &emails {
-        clean.add(false, has(&scan(e, Scope::Response), INSTRUCTIONS));
+        let found = scan(e, Scope::Response);
+        show("bipia-clean", false, flags(&found).0, e, &found);
+        clean.add(false, flags(&found).0);
     }
     let mut bipia = BTreeMap::new();
     for file in ["bipia/text_attack_test.json", "bipia/code_attack_test.json"] {
@@ -398,29 +433,47 @@ fn injection() {
                         1 => format!("{}\n{a}\n{}", &e[..mid], &e[mid..]),
                         _ => format!("{e}\n{a}"),
                     };
-                    t.add(true, has(&scan(&text, Scope::Response), INSTRUCTIONS));
+                    t.add(true, flags(&scan(&text, Scope::Response)).0);
                 }
             }
         }
     }
-    header("injection (BIPIA attacks inserted into clean e-mails, per category)");
+    header(
+        "injection (BIPIA attacks inserted into clean e-mails, per category, scanned as tool results)",
+    );
     let mut bipia_all = Tally::default();
     for (k, t) in &bipia {
         println!("{}", t.row(k));
         bipia_all.tp += t.tp;
         bipia_all.fn_ += t.fn_;
     }
-    println!("{}", bipia_all.row("all BIPIA attacks"));
+    println!("{}", bipia_all.row("all BIPIA test attacks"));
     println!("{}", clean.row("BIPIA clean e-mails (50)"));
 
-    assert!(benign.fpr() <= 0.02, "benign FP rate {benign:?}");
-    assert!(clean.fpr() <= 0.04, "clean e-mail FP rate {clean:?}");
-    assert!(all.recall() >= 0.5, "CyberSecEval recall {all:?}");
+    assert!(benign.fpr() <= 0.01, "benign FP rate {benign:?}");
+    assert!(clean.fpr() == 0.0, "clean e-mail FP rate {clean:?}");
+    assert!(all.recall() >= 0.7, "CyberSecEval recall {all:?}");
+    assert!(bipia_all.recall() >= 0.75, "BIPIA recall {bipia_all:?}");
 }
 
 #[test]
 fn tool_poisoning() {
-    header("poisoning (MCPSecBench attack prompts scanned as tool definitions)");
+    header(
+        "poisoning (MCPSecBench): tool-description payloads as definitions; malicious and delegating prompts as requests; benign-looking trigger prompts as negatives",
+    );
+    let mut payloads = Tally::default();
+    for fam in json("mcpsecbench/attacks_updated.json").as_array().unwrap() {
+        let p = fam["malicious_prompt"].as_str().unwrap_or("");
+        if !p.trim().is_empty() {
+            let found = scan(p, Scope::Definition);
+            show("mcp-payload", true, flags(&found).0, p, &found);
+            payloads.add(true, flags(&found).0);
+        }
+    }
+    println!(
+        "{}",
+        payloads.row("tool-description payloads (<IMPORTANT> blocks)")
+    );
     let mut per: BTreeMap<String, Tally> = BTreeMap::new();
     for file in [
         "mcpsecbench/attacks.json",
@@ -429,24 +482,33 @@ fn tool_poisoning() {
     ] {
         for fam in json(file).as_array().unwrap() {
             let name = fam["name"].as_str().unwrap().to_string();
+            // In these families the attack sits in the server; the prompts are ordinary requests.
+            let benign = matches!(
+                name.as_str(),
+                "Tool Poisoning Attack"
+                    | "Server Shadowing"
+                    | "Tool Shadowing"
+                    | "Rug Pull"
+                    | "Vulnerable Server"
+                    | "Privilege escalation"
+                    | "Execution flow disruption"
+                    | "Resource access violation"
+                    | "Data exfiltration"
+                    | "Multiple tool invocation"
+            );
             for p in fam["prompts"].as_array().unwrap() {
-                let found = scan(p.as_str().unwrap(), Scope::Definition);
-                per.entry(name.clone()).or_default().add(
-                    true,
-                    has(
-                        &found,
-                        &[
-                            Category::Poisoning,
-                            Category::Injection,
-                            Category::Concealment,
-                            Category::Prefill,
-                        ],
-                    ),
-                );
+                let found = scan(p.as_str().unwrap(), Scope::Request);
+                per.entry(format!(
+                    "{name}{}",
+                    if benign { " (benign user prompts)" } else { "" }
+                ))
+                .or_default()
+                .add(!benign, flags(&found).0);
             }
         }
     }
     for (k, t) in &per {
         println!("{}", t.row(k));
     }
+    assert_eq!(payloads.recall(), 1.0, "{payloads:?}");
 }
