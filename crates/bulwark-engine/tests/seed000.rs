@@ -9,8 +9,17 @@ use bulwark_engine::{Call, CapSet, ReasonCode, ToolRef, Verdict};
 use common::Harness;
 use serde_json::json;
 
-/// The seed's IPC example, as a `Call`.
+/// The seed's IPC example, as a `Call`, with its content replaced by a harmless payload so
+/// the destination and rate checks can be seen (the example's own content, a bearer token,
+/// is blocked by the content stage: see `content.rs`).
 fn example() -> Call {
+    let mut c = seed_example();
+    c.args = json!({"content": "GET /v1/weather?city=Paris"});
+    c
+}
+
+/// The seed's IPC example exactly.
+fn seed_example() -> Call {
     let mut c = Call::request(
         "1",
         "call_api",
@@ -31,6 +40,23 @@ fn the_example_hash_is_sha256_of_the_name() {
     assert_eq!(
         bulwark_engine::canonical::sha256_hex(b"call_api"),
         "515c7731d6367104f1431af261488829f178f87e0930fb7ca77785ba3ef19129"
+    );
+}
+
+#[test]
+fn the_example_as_written_is_blocked_for_its_bearer_token() {
+    let mut h = Harness::default_policy();
+    let d = h.eval(&seed_example());
+    assert_eq!(
+        (d.decision, d.reason_code),
+        (Verdict::Block, Some(ReasonCode::ContentBlock))
+    );
+    assert!(
+        matches!(
+            d.rule_id.as_deref(),
+            Some("secret.bearer_token" | "secret.auth_header")
+        ),
+        "{d:?}"
     );
 }
 

@@ -228,14 +228,14 @@ pub fn structural(
     let mut offset = 0;
     for line in norm.split('\n') {
         let l = line.trim_start();
-        if let Some((label, _)) = l.split_once(':') {
-            if matches!(
+        if let Some((label, _)) = l.split_once(':')
+            && matches!(
                 label,
                 "system" | "user" | "human" | "assistant" | "ai" | "developer" | "tool" | "bot"
-            ) {
-                roles.push(label);
-                first.get_or_insert(offset);
-            }
+            )
+        {
+            roles.push(label);
+            first.get_or_insert(offset);
         }
         offset += line.len() + 1;
     }
@@ -306,7 +306,7 @@ pub fn hex_runs(text: &str) -> Vec<((usize, usize), String)> {
         }
         let run = &b[start..i];
         let bounded = b.get(i).is_none_or(|c| !c.is_ascii_alphanumeric());
-        if bounded && run.len() >= 24 && run.len() % 2 == 0 {
+        if bounded && run.len() >= 24 && run.len().is_multiple_of(2) {
             let bytes: Vec<u8> = run
                 .chunks(2)
                 .filter_map(|p| {
@@ -315,12 +315,11 @@ pub fn hex_runs(text: &str) -> Vec<((usize, usize), String)> {
                         .and_then(|h| u8::from_str_radix(h, 16).ok())
                 })
                 .collect();
-            if let Ok(s) = String::from_utf8(bytes) {
-                if s.chars().filter(|c| c.is_alphabetic() || *c == ' ').count() * 2
+            if let Ok(s) = String::from_utf8(bytes)
+                && s.chars().filter(|c| c.is_alphabetic() || *c == ' ').count() * 2
                     > s.chars().count()
-                {
-                    out.push(((start, i), s));
-                }
+            {
+                out.push(((start, i), s));
             }
         }
     }

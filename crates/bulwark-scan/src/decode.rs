@@ -127,12 +127,13 @@ pub fn percent(s: &str) -> Option<String> {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex_val(b[i + 1]), hex_val(b[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex_val(b[i + 1]), hex_val(b[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
         }
         out.push(if b[i] == b'+' { b' ' } else { b[i] });
         i += 1;
@@ -198,35 +199,35 @@ pub fn decodings(text: &str, budget: usize) -> Vec<Decoded> {
         if used >= budget {
             break;
         }
-        if let Some(bytes) = base64(&text.as_bytes()[s..e]) {
-            if is_texty(&bytes) {
-                used += bytes.len();
-                out.push(Decoded {
-                    span: (s, e),
-                    text: String::from_utf8_lossy(&bytes).into_owned(),
-                    encoding: Encoding::Base64,
-                });
-            }
-        }
-    }
-    if used < budget {
-        if let Some(t) = percent(text) {
-            used += t.len();
+        if let Some(bytes) = base64(&text.as_bytes()[s..e])
+            && is_texty(&bytes)
+        {
+            used += bytes.len();
             out.push(Decoded {
-                span: (0, text.len()),
-                text: t,
-                encoding: Encoding::Percent,
+                span: (s, e),
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+                encoding: Encoding::Base64,
             });
         }
     }
-    if used < budget {
-        if let Some(t) = html_entities(text) {
-            out.push(Decoded {
-                span: (0, text.len()),
-                text: t,
-                encoding: Encoding::HtmlEntities,
-            });
-        }
+    if used < budget
+        && let Some(t) = percent(text)
+    {
+        used += t.len();
+        out.push(Decoded {
+            span: (0, text.len()),
+            text: t,
+            encoding: Encoding::Percent,
+        });
+    }
+    if used < budget
+        && let Some(t) = html_entities(text)
+    {
+        out.push(Decoded {
+            span: (0, text.len()),
+            text: t,
+            encoding: Encoding::HtmlEntities,
+        });
     }
     out
 }

@@ -121,7 +121,7 @@ pub fn luhn(s: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// CRC-32 (IEEE), for GitHub's token checksums.

@@ -249,16 +249,16 @@ impl Scanner {
             out,
         );
         // Unicode tag characters can spell a whole instruction invisibly: read what they say.
-        if encoding.is_none() {
-            if let Some(hidden) = checks::tag_text(text) {
-                let mut inner = Vec::new();
-                self.scan_views(&hidden, scope, Some(Encoding::UnicodeTags), &mut inner);
-                let at = norm.invisible.first().map_or(0, |(o, _)| *o);
-                out.extend(inner.into_iter().map(|f| Finding {
-                    span: (at, text.len()),
-                    ..f
-                }));
-            }
+        if encoding.is_none()
+            && let Some(hidden) = checks::tag_text(text)
+        {
+            let mut inner = Vec::new();
+            self.scan_views(&hidden, scope, Some(Encoding::UnicodeTags), &mut inner);
+            let at = norm.invisible.first().map_or(0, |(o, _)| *o);
+            out.extend(inner.into_iter().map(|f| Finding {
+                span: (at, text.len()),
+                ..f
+            }));
         }
     }
 

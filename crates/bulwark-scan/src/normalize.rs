@@ -222,10 +222,10 @@ fn push_char(
             buf.push(if ch == '\n' { b'\n' } else { b' ' });
             origin.push(off as u32);
             *last_space = true;
-        } else if ch == '\n' {
-            if let Some(last) = buf.last_mut() {
-                *last = b'\n';
-            }
+        } else if ch == '\n'
+            && let Some(last) = buf.last_mut()
+        {
+            *last = b'\n';
         }
         return;
     }

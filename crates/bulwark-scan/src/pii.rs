@@ -394,7 +394,7 @@ pub fn ibans(s: &[u8]) -> Vec<(usize, usize)> {
                 compact.push(c as char);
                 j += 1;
             } else if c == b' '
-                && compact.len() % 4 == 0
+                && compact.len().is_multiple_of(4)
                 && s.get(j + 1).is_some_and(u8::is_ascii_alphanumeric)
             {
                 j += 1;

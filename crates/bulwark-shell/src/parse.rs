@@ -110,7 +110,7 @@ fn first_error(node: TsNode<'_>) -> Option<TsNode<'_>> {
             return Some(n);
         }
         if n.has_error() {
-            let count = n.child_count() as u32;
+            let count = n.child_count();
             for i in (0..count).rev() {
                 if let Some(c) = n.child(i) {
                     stack.push(c);
@@ -231,10 +231,9 @@ impl Converter<'_> {
                                 | "simple_expansion"
                                 | "expansion"
                                 | "number"
-                        ) {
-                            if let Some(st) = self.statement(s)? {
-                                arms.push(st);
-                            }
+                        ) && let Some(st) = self.statement(s)?
+                        {
+                            arms.push(st);
                         }
                     }
                 }
@@ -299,7 +298,7 @@ impl Converter<'_> {
     }
 
     fn list(&mut self, n: TsNode<'_>) -> Result<Node, ParseError> {
-        let count = n.child_count() as u32;
+        let count = n.child_count();
         let mut acc: Option<Node> = None;
         let mut op = ListOp::Seq;
         for i in 0..count {
@@ -419,10 +418,9 @@ impl Converter<'_> {
                                 | "heredoc_end"
                                 | "file_redirect"
                                 | "file_descriptor"
-                        ) {
-                            if let Some(st) = self.statement(s)? {
-                                continuation = Some(st);
-                            }
+                        ) && let Some(st) = self.statement(s)?
+                        {
+                            continuation = Some(st);
                         }
                     }
                 }
@@ -458,7 +456,7 @@ impl Converter<'_> {
         let mut op = String::new();
         let mut target = Word::default();
         let mut body = None;
-        let count = n.child_count() as u32;
+        let count = n.child_count();
         for i in 0..count {
             let Some(c) = n.child(i) else { continue };
             match c.kind() {
@@ -474,10 +472,10 @@ impl Converter<'_> {
                 "heredoc_end" | "pipeline" | "list" | "command" | "redirected_statement" => {}
                 _ if !c.is_named() => {
                     let t = self.text(c);
-                    if op.is_empty() || op == "<<" {
-                        if t.starts_with('<') || t.starts_with('>') || t.starts_with('&') {
-                            op = t.to_string();
-                        }
+                    if (op.is_empty() || op == "<<")
+                        && (t.starts_with('<') || t.starts_with('>') || t.starts_with('&'))
+                    {
+                        op = t.to_string();
                     }
                 }
                 _ => {
@@ -570,7 +568,7 @@ impl Converter<'_> {
                 w.text.push_str(&words::ansi_c(inner));
             }
             "string" | "translated_string" | "heredoc_body" => {
-                let count = n.child_count() as u32;
+                let count = n.child_count();
                 let mut last_end = None::<usize>;
                 for i in 0..count {
                     let Some(c) = n.child(i) else { continue };
@@ -578,12 +576,13 @@ impl Converter<'_> {
                         continue;
                     }
                     // Text between children that tree-sitter does not name is literal content.
-                    if let Some(le) = last_end {
-                        if c.start_byte() > le && n.kind() == "heredoc_body" {
-                            w.text.push_str(
-                                std::str::from_utf8(&self.src[le..c.start_byte()]).unwrap_or(""),
-                            );
-                        }
+                    if let Some(le) = last_end
+                        && c.start_byte() > le
+                        && n.kind() == "heredoc_body"
+                    {
+                        w.text.push_str(
+                            std::str::from_utf8(&self.src[le..c.start_byte()]).unwrap_or(""),
+                        );
                     }
                     match c.kind() {
                         "string_content" | "heredoc_content" => {
