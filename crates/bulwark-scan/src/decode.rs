@@ -107,6 +107,13 @@ pub fn base64_runs(s: &[u8], min: usize) -> Vec<(usize, usize)> {
     out
 }
 
+/// Decodes hex digits in pairs.
+pub fn hex(s: &[u8]) -> Option<Vec<u8>> {
+    s.chunks(2)
+        .map(|p| Some(hex_val(p[0])? * 16 + hex_val(*p.get(1)?)?))
+        .collect()
+}
+
 fn hex_val(c: u8) -> Option<u8> {
     (c as char).to_digit(16).map(|d| d as u8)
 }
@@ -114,7 +121,7 @@ fn hex_val(c: u8) -> Option<u8> {
 /// Percent-decodes `s` when it holds at least three `%XX` escapes.
 pub fn percent(s: &str) -> Option<String> {
     let b = s.as_bytes();
-    if b.iter().filter(|&&c| c == b'%').take(3).count() < 3 {
+    if memchr::memchr_iter(b'%', b).take(3).count() < 3 {
         return None;
     }
     let escapes = b
@@ -144,7 +151,7 @@ pub fn percent(s: &str) -> Option<String> {
 /// Decodes HTML character references (`&#105;`, `&#x69;`, `&lt;`, …) when `s` has at least
 /// three.
 pub fn html_entities(s: &str) -> Option<String> {
-    let count = s.bytes().filter(|&c| c == b'&').take(3).count();
+    let count = memchr::memchr_iter(b'&', s.as_bytes()).take(3).count();
     if count < 3 || !s.contains(';') {
         return None;
     }
@@ -192,21 +199,27 @@ pub fn html_entities(s: &str) -> Option<String> {
 }
 
 /// Every decodable run in `text`, bounded: at most `budget` decoded bytes in total.
-pub fn decodings(text: &str, budget: usize) -> Vec<Decoded> {
+pub fn decodings(text: &str, runs: &[(usize, usize)], budget: usize) -> Vec<Decoded> {
     let mut out = Vec::new();
     let mut used = 0;
-    for (s, e) in base64_runs(text.as_bytes(), MIN_BASE64_RUN) {
+    for &(s, e) in runs {
         if used >= budget {
             break;
         }
-        if let Some(bytes) = base64(&text.as_bytes()[s..e])
-            && is_texty(&bytes)
-        {
+        let run = &text.as_bytes()[s..e];
+        // A run of hex digits is hex (`49676e6f7265…`), not base64 that happens to be.
+        let (bytes, encoding) =
+            if run.iter().all(u8::is_ascii_hexdigit) && run.len().is_multiple_of(2) {
+                (hex(run), Encoding::Hex)
+            } else {
+                (base64(run), Encoding::Base64)
+            };
+        if let Some(bytes) = bytes.filter(|b| is_texty(b)) {
             used += bytes.len();
             out.push(Decoded {
                 span: (s, e),
                 text: String::from_utf8_lossy(&bytes).into_owned(),
-                encoding: Encoding::Base64,
+                encoding,
             });
         }
     }
@@ -249,7 +262,14 @@ mod tests {
             html_entities("&#105;&#103;&#x6e;ore &lt;b&gt;").unwrap(),
             "ignore <b>"
         );
-        let d = decodings("x aWdub3JlIHByZXZpb3VzIGluc3RydWN0aW9ucw== y", 1 << 20);
+        let t = "data 49676e6f7265207468652066756e6374696f6e end";
+        let h = decodings(t, &base64_runs(t.as_bytes(), MIN_BASE64_RUN), 1 << 20);
+        assert_eq!(
+            (h[0].text.as_str(), h[0].encoding),
+            ("Ignore the function", Encoding::Hex)
+        );
+        let t = "x aWdub3JlIHByZXZpb3VzIGluc3RydWN0aW9ucw== y";
+        let d = decodings(t, &base64_runs(t.as_bytes(), MIN_BASE64_RUN), 1 << 20);
         assert_eq!(d[0].text, "ignore previous instructions");
         assert_eq!(d[0].span, (2, 42));
     }

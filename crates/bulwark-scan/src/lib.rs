@@ -135,21 +135,14 @@ impl Scanner {
         }
         let mut out = Vec::new();
         self.scan_views(text, scope, None, &mut out);
+        // Base64-alphabet runs serve the exfiltration check and the decoder alike.
+        let runs = decode::base64_runs(text.as_bytes(), decode::MIN_BASE64_RUN);
         if scope == Scope::Request {
-            exfil(text.as_bytes(), &mut out);
+            exfil(text.as_bytes(), &runs, &mut out);
         }
         // One level of decoding, scanned again (and not decoded again). An instruction that only
         // shows up once decoded was hidden on purpose: it is raised to high.
-        let mut decoded = decode::decodings(text, text.len());
-        decoded.extend(
-            checks::hex_runs(text)
-                .into_iter()
-                .map(|(span, t)| decode::Decoded {
-                    span,
-                    text: t,
-                    encoding: Encoding::Hex,
-                }),
-        );
+        let decoded = decode::decodings(text, &runs, text.len());
         for d in decoded {
             let mut inner = Vec::new();
             self.scan_views(&d.text, scope, Some(d.encoding), &mut inner);
@@ -244,6 +237,7 @@ impl Scanner {
         checks::invisible(&norm, encoding, out);
         checks::structural(
             &norm.text,
+            scope,
             |s, e| norm.original_span(s, e, text),
             encoding,
             out,
@@ -278,8 +272,8 @@ impl Scanner {
 }
 
 /// Long encoded blobs in arguments: data on its way out in a form nobody reads.
-fn exfil(bytes: &[u8], out: &mut Vec<Finding>) {
-    for (s, e) in decode::base64_runs(bytes, EXFIL_HEX_MIN) {
+fn exfil(bytes: &[u8], runs: &[(usize, usize)], out: &mut Vec<Finding>) {
+    for &(s, e) in runs.iter().filter(|(s, e)| e - s >= EXFIL_HEX_MIN) {
         let run = &bytes[s..e];
         let hex = run.iter().all(u8::is_ascii_hexdigit);
         let long_enough = if hex {
