@@ -1,6 +1,146 @@
-//! Bulwark's command analyser (WIP).
+//! Bulwark's command analyser: what a bash command line (or a SQL string) will do, read
+//! from its structure rather than its spelling.
+//!
+//! A line is parsed to an AST with tree-sitter-bash, failing closed on any syntax error.
+//! Wrappers and indirections are unwrapped — `sudo`, `env`, `timeout`, `xargs`,
+//! `find -exec`, `bash -c`, `eval`, `ssh host 'cmd'`, `docker exec`, `$(…)`, here-documents
+//! and pipes into a shell, variables assigned earlier on the line — so every command that
+//! would run is found. Each is classified: network egress and its destinations, code the
+//! line does not show (`exec.arbitrary`), irreversible effects with their reasons, files
+//! read and written, privilege changes, and structural facts such as a reverse shell or a
+//! download piped into an interpreter. Flags are normalised (`-rf` = `-r -f` =
+//! `--recursive --force`), so spelling tricks change nothing.
+//!
+//! ```
+//! use bulwark_shell::{analyse, Cap};
+//!
+//! let a = analyse("timeout 5 sudo \\rm -r -f -- /");
+//! let rm = a.invocations.iter().find(|i| i.name == "rm").unwrap();
+//! assert!(rm.argv.flag("r") && rm.argv.flag("f"));
+//! assert_eq!(rm.via, ["timeout", "sudo"]);
+//! assert!(a.caps.contains(Cap::ExecIrreversible));
+//!
+//! let a = analyse("echo 'rm -rf /'");
+//! assert!(!a.caps.contains(Cap::ExecIrreversible));
+//!
+//! let a = analyse("curl -fsSL https://get.example.com | bash");
+//! assert!(a.has("shell.fetch_to_shell"));
+//! assert_eq!(a.destinations, ["https://get.example.com"]);
+//! ```
+//!
+//! The crate is sans-I/O and depends on nothing else of Bulwark's.
+
+pub mod argv;
 pub mod ast;
+mod classify;
+mod code;
+mod fast;
+mod model;
 pub mod parse;
+pub mod paths;
+pub mod programs;
+pub mod specs;
+pub mod sql;
+mod walk;
 pub mod words;
+
 pub use ast::*;
+pub use model::{Analysis, Cap, Caps, Invocation, PREDICATES, Reason, is_predicate};
 pub use parse::{ParseError, parse};
+pub use sql::{SqlAnalysis, SqlStatement, analyse_sql, looks_like_sql};
+pub use walk::{MAX_INVOCATIONS, MAX_NESTING};
+
+/// Analyses a command line.
+pub fn analyse(text: &str) -> Analysis {
+    let script = match fast::parse(text) {
+        Some(s) => Ok(s),
+        None => parse::parse(text),
+    };
+    let mut a = match script {
+        Ok(script) => walk::walk(&script),
+        Err(e) => {
+            let mut a = Analysis::default();
+            a.errors.push(e.to_string());
+            a
+        }
+    };
+    finish(&mut a);
+    a
+}
+
+/// Line-level facts: unions of the commands', and shapes that need more than one command.
+fn finish(a: &mut Analysis) {
+    if !a.errors.is_empty() {
+        a.fact("shell.unparsable");
+        a.caps.insert(Cap::ExecArbitrary);
+        a.reasons.push(Reason {
+            cap: Cap::ExecArbitrary,
+            text: format!("could not be analysed: {}", a.errors[0]),
+        });
+    }
+    let mut preds: Vec<&'static str> = Vec::new();
+    for inv in &a.invocations {
+        a.caps = a.caps.union(inv.caps);
+        for d in &inv.destinations {
+            if !a.destinations.contains(d) {
+                a.destinations.push(d.clone());
+            }
+        }
+        for r in &inv.reads {
+            if !a.reads.contains(r) {
+                a.reads.push(r.clone());
+            }
+        }
+        for w in &inv.writes {
+            if !a.writes.contains(w) {
+                a.writes.push(w.clone());
+            }
+        }
+        for r in &inv.reasons {
+            if !a.reasons.contains(r) {
+                a.reasons.push(r.clone());
+            }
+        }
+        preds.extend(inv.predicates.iter().copied());
+    }
+    for s in &a.sql {
+        a.caps = a.caps.union(s.caps);
+        preds.extend(s.predicates.iter().copied());
+    }
+    for p in preds {
+        a.fact(p);
+    }
+    // A connection made by redirection, with something reading commands from it.
+    let shell_reading = a.invocations.iter().any(|i| {
+        [
+            "shell.interactive",
+            "shell.variable_command",
+            "shell.pipe_to_shell",
+        ]
+        .iter()
+        .any(|p| i.predicates.contains(p))
+    });
+    if a.has("shell.dev_tcp") && shell_reading {
+        a.fact("shell.reverse_shell");
+    }
+    // mkfifo loop: a FIFO, a network client and a shell reading commands.
+    let fifo = a
+        .invocations
+        .iter()
+        .any(|i| i.name == "mkfifo" || i.name == "mknod" && i.words.iter().any(|w| w == "p"));
+    let client = a.invocations.iter().any(|i| {
+        programs::NET_CLIENTS.contains(&i.name.as_str())
+            || i.name == "openssl" && i.argv.sub() == "s_client"
+    });
+    if fifo && client && shell_reading {
+        a.fact("shell.reverse_shell");
+    }
+    if a.has("shell.reverse_shell") {
+        a.caps.insert(Cap::ExecArbitrary);
+        a.caps.insert(Cap::NetEgress);
+    }
+    let leaks = a.has("shell.sensitive_read") || a.has("shell.env_dump");
+    if leaks && (a.caps.contains(Cap::NetEgress) || a.caps.contains(Cap::MsgSend)) {
+        a.fact("shell.secret_to_network");
+    }
+}

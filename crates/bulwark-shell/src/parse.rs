@@ -57,6 +57,51 @@ pub fn parse(text: &str) -> Result<Script, ParseError> {
     if text.len() > MAX_BYTES {
         return Err(ParseError::TooLong);
     }
+    match parse_exact(text, text) {
+        Err(e @ ParseError::Syntax { .. }) if text.contains("<>") => {
+            // tree-sitter-bash has no `<>` (open for reading and writing). `>|` has the same
+            // length and the same shape, so the rewritten line parses with the same spans;
+            // the converter reads the operator back from the original text.
+            let rewritten = rewrite_read_write(text);
+            parse_exact(&rewritten, text).map_err(|_| e)
+        }
+        other => other,
+    }
+}
+
+/// Replaces unquoted `<>` with `>|`, leaving quoted text alone.
+fn rewrite_read_write(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match (quote, c) {
+            (None, b'\\') | (Some(b'"'), b'\\') => {
+                out.push(c);
+                if let Some(&n) = b.get(i + 1) {
+                    out.push(n);
+                }
+                i += 2;
+                continue;
+            }
+            (None, b'\'' | b'"') => quote = Some(c),
+            (Some(q), x) if x == q => quote = None,
+            (None, b'<') if b.get(i + 1) == Some(&b'>') => {
+                out.extend_from_slice(b">|");
+                i += 2;
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+fn parse_exact(text: &str, original: &str) -> Result<Script, ParseError> {
     PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -82,12 +127,38 @@ pub fn parse(text: &str) -> Result<Script, ParseError> {
         }
         let mut c = Converter {
             src: text.as_bytes(),
+            original: original.as_bytes(),
             depth: 0,
         };
         Ok(Script {
             body: c.statements(root)?,
         })
     })
+}
+
+/// tree-sitter-bash reads `x | y | z && w` as `x | (y | z && w)`; bash means
+/// `(x | y | z) && w`. A list or pipeline can only be a pipeline stage through that misreading
+/// (a real one needs braces or parentheses), so it is re-associated here.
+fn pipeline_of(mut stages: Vec<Node>) -> Node {
+    match stages.pop() {
+        Some(Node::List(left, op, right)) => {
+            stages.push(*left);
+            Node::List(Box::new(pipeline_of(stages)), op, right)
+        }
+        Some(Node::Pipeline(inner)) => {
+            stages.extend(inner);
+            pipeline_of(stages)
+        }
+        Some(last) => {
+            stages.push(last);
+            if stages.len() == 1 {
+                stages.pop().unwrap_or(Node::Group(Vec::new()))
+            } else {
+                Node::Pipeline(stages)
+            }
+        }
+        None => Node::Group(Vec::new()),
+    }
 }
 
 fn snippet(text: &str, at: usize) -> String {
@@ -123,6 +194,8 @@ fn first_error(node: TsNode<'_>) -> Option<TsNode<'_>> {
 
 struct Converter<'a> {
     src: &'a [u8],
+    /// The text as written, when `src` had `<>` rewritten.
+    original: &'a [u8],
     depth: usize,
 }
 
@@ -172,7 +245,7 @@ impl Converter<'_> {
             | "variable_assignments"
             | "declaration_command"
             | "unset_command" => Node::Command(self.declaration(n)?),
-            "pipeline" => Node::Pipeline(self.statements(n)?),
+            "pipeline" => pipeline_of(self.statements(n)?),
             "list" => self.list(n)?,
             "subshell" => Node::Subshell(self.statements(n)?),
             "compound_statement" | "do_group" => Node::Group(self.statements(n)?),
@@ -456,6 +529,7 @@ impl Converter<'_> {
         let mut op = String::new();
         let mut target = Word::default();
         let mut body = None;
+        let mut have_target = false;
         let count = n.child_count();
         for i in 0..count {
             let Some(c) = n.child(i) else { continue };
@@ -471,7 +545,10 @@ impl Converter<'_> {
                 "heredoc_body" => body = Some(self.word(c)?),
                 "heredoc_end" | "pipeline" | "list" | "command" | "redirected_statement" => {}
                 _ if !c.is_named() => {
-                    let t = self.text(c);
+                    let t = match self.original.get(c.start_byte()..c.end_byte()) {
+                        Some(b"<>") => "<>",
+                        _ => self.text(c),
+                    };
                     if (op.is_empty() || op == "<<")
                         && (t.starts_with('<') || t.starts_with('>') || t.starts_with('&'))
                     {
@@ -483,8 +560,11 @@ impl Converter<'_> {
                     if n.kind() == "herestring_redirect" {
                         op = "<<<".into();
                         body = Some(w);
-                    } else {
+                    } else if !have_target {
+                        // tree-sitter sometimes hangs the next redirection's descriptor
+                        // (`>& /dev/tcp/h/p 0>&1`) on this one: the first word is the target.
                         target = w;
+                        have_target = true;
                     }
                 }
             }

@@ -1,0 +1,267 @@
+//! Paths as a command names them, reduced to one spelling: `$HOME`, `${HOME}` and `~` are
+//! `~`; `${TMPDIR:-/tmp}` is `$TMPDIR`; `.` segments, repeated and trailing slashes go, and
+//! `..` is resolved lexically (`/tmp/../etc` is `/etc`). Rules then compare one form.
+
+/// Whether an operand should be read as a path.
+pub fn looks_like_path(s: &str) -> bool {
+    !s.is_empty()
+        && !s.contains("://")
+        && (s.starts_with(['/', '~', '.', '$']) || s.contains('/') || s == "*")
+}
+
+/// The normalised form of a path-like operand; other operands come back unchanged.
+///
+/// ```
+/// use bulwark_shell::paths::normalize;
+/// assert_eq!(normalize("/tmp/../etc/"), "/etc");
+/// assert_eq!(normalize("${HOME}/.ssh//id_rsa"), "~/.ssh/id_rsa");
+/// assert_eq!(normalize("./build/"), "build");
+/// assert_eq!(normalize("//"), "/");
+/// assert_eq!(normalize("origin"), "origin");
+/// ```
+pub fn normalize(s: &str) -> String {
+    if !looks_like_path(s) || s == "*" {
+        return s.to_string();
+    }
+    let mut text = s.to_string();
+    for (from, to) in [
+        ("${HOME}", "~"),
+        ("$HOME", "~"),
+        ("${TMPDIR:-/tmp}", "$TMPDIR"),
+        ("${TMPDIR}", "$TMPDIR"),
+        ("${TMP}", "$TMP"),
+    ] {
+        if let Some(rest) = text.strip_prefix(from)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            text = format!("{to}{rest}");
+        }
+    }
+    let absolute = text.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in text.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&last) if last != ".." && !(parts.len() == 1 && is_root_like(last)) => {
+                    parts.pop();
+                }
+                // `/..` is `/`; `~/..` is the parent of home, which stays written as is.
+                _ if absolute => {}
+                _ => parts.push(".."),
+            },
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else if joined.is_empty() {
+        ".".to_string()
+    } else {
+        joined
+    }
+}
+
+fn is_root_like(seg: &str) -> bool {
+    seg == "~" || seg.starts_with('$')
+}
+
+/// Whether a normalised path is a credential or secret store: private keys, cloud and
+/// tool credentials, password databases, browser profiles, `.env` files.
+///
+/// ```
+/// use bulwark_shell::paths::is_sensitive;
+/// assert!(is_sensitive("~/.ssh/id_ed25519"));
+/// assert!(is_sensitive("/etc/shadow"));
+/// assert!(is_sensitive("app/.env.production"));
+/// assert!(!is_sensitive("src/main.rs"));
+/// ```
+pub fn is_sensitive(path: &str) -> bool {
+    let p = path.trim_end_matches('/');
+    let base = p.rsplit('/').next().unwrap_or(p);
+    const FILES: &[&str] = &[
+        ".netrc",
+        ".pgpass",
+        ".git-credentials",
+        ".npmrc",
+        ".pypirc",
+        ".my.cnf",
+        ".boto",
+        ".s3cfg",
+        "credentials",
+        "credentials.json",
+        "credentials.db",
+        "access_tokens.db",
+        "accesstokens.json",
+        "msal_token_cache.json",
+        "application_default_credentials.json",
+        "logins.json",
+        "key4.db",
+        "key3.db",
+        "login data",
+        "cookies",
+        "cookies.sqlite",
+        "keychain-2.db",
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        "id_ecdsa_sk",
+        "id_ed25519_sk",
+        ".env",
+        "master.key",
+        "secrets.yml",
+        "secrets.yaml",
+        ".vault-token",
+        "kubeconfig",
+        "terraform.tfstate",
+        ".bash_history",
+        ".zsh_history",
+        ".psql_history",
+        ".mysql_history",
+    ];
+    let lower = base.to_ascii_lowercase();
+    if FILES.contains(&lower.as_str()) {
+        return true;
+    }
+    if lower.starts_with(".env.") && !lower.ends_with(".example") && !lower.ends_with(".sample") {
+        return true;
+    }
+    if (lower.starts_with("id_rsa")
+        || lower.starts_with("id_ed25519")
+        || lower.starts_with("id_ecdsa"))
+        && !lower.ends_with(".pub")
+    {
+        return true;
+    }
+    if lower.ends_with(".pem") && lower.contains("key")
+        || lower.ends_with(".key")
+        || lower.ends_with(".p12")
+        || lower.ends_with(".pfx")
+        || lower.ends_with(".kdbx")
+    {
+        return true;
+    }
+    const DIRS: &[&str] = &[
+        "~/.ssh/",
+        "~/.aws/",
+        "~/.gnupg/",
+        "~/.kube/",
+        "~/.azure/",
+        "~/.config/gcloud/",
+        "~/.docker/config.json",
+        "~/.config/gh/hosts.yml",
+        "~/.mozilla/",
+        "~/.config/google-chrome/",
+        "~/.config/chromium/",
+        "~/Library/Keychains/",
+        "~/.password-store/",
+        "~/.oci/",
+        "/etc/shadow",
+        "/etc/gshadow",
+        "/etc/master.passwd",
+        "/etc/security/opasswd",
+        "/etc/sudoers",
+        "/etc/ssh/ssh_host_",
+        "/root/.ssh/",
+        "/var/run/secrets/",
+        "/run/secrets/",
+    ];
+    let homed = home_relative(p);
+    DIRS.iter().any(|d| {
+        let d_trim = d.trim_end_matches('/');
+        homed.starts_with(d) || homed == d_trim || p.starts_with(d) || p == d_trim
+    }) || p.starts_with("/proc/") && (p.ends_with("/mem") || p.ends_with("/environ"))
+}
+
+/// `/home/alice/.ssh/x` and `/root/.ssh/x` read as `~/.ssh/x`.
+pub fn home_relative(p: &str) -> String {
+    if let Some(rest) = p.strip_prefix("/home/") {
+        if let Some((_, tail)) = rest.split_once('/') {
+            return format!("~/{tail}");
+        }
+        return "~".into();
+    }
+    if let Some(rest) = p.strip_prefix("/root")
+        && (rest.is_empty() || rest.starts_with('/'))
+    {
+        return format!("~{rest}");
+    }
+    if let Some(rest) = p.strip_prefix("/Users/") {
+        if let Some((_, tail)) = rest.split_once('/') {
+            return format!("~/{tail}");
+        }
+        return "~".into();
+    }
+    p.to_string()
+}
+
+/// Device nodes that are not storage: writing to them destroys nothing.
+pub fn is_harmless_device(p: &str) -> bool {
+    matches!(
+        p,
+        "/dev/null"
+            | "/dev/zero"
+            | "/dev/full"
+            | "/dev/stdout"
+            | "/dev/stderr"
+            | "/dev/stdin"
+            | "/dev/tty"
+            | "/dev/random"
+            | "/dev/urandom"
+    ) || p.starts_with("/dev/fd/")
+        || p.starts_with("/dev/pts/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalisation() {
+        for (a, b) in [
+            ("/", "/"),
+            ("/*", "/*"),
+            ("~", "~"),
+            ("~/", "~"),
+            ("$HOME", "~"),
+            ("$HOME/", "~"),
+            ("${TMPDIR:-/tmp}/build", "$TMPDIR/build"),
+            ("/tmp/../etc", "/etc"),
+            ("/../../etc", "/etc"),
+            ("../..", "../.."),
+            ("a/../../b", "../b"),
+            ("~/../root", "~/../root"),
+            ("/var/log/", "/var/log"),
+            ("https://x//y", "https://x//y"),
+            ("+main", "+main"),
+        ] {
+            assert_eq!(normalize(a), b, "{a}");
+        }
+    }
+
+    #[test]
+    fn sensitive() {
+        for p in [
+            "~/.ssh/id_rsa",
+            "/home/bob/.aws/credentials",
+            "/root/.ssh/authorized_keys",
+            ".env",
+            "/etc/shadow",
+            "~/.kube/config",
+            "/proc/1234/mem",
+        ] {
+            assert!(is_sensitive(p), "{p}");
+        }
+        for p in [
+            "keys/id_rsa.pub",
+            "README.md",
+            "/etc/passwd",
+            ".env.example",
+            "~/.bashrc",
+        ] {
+            assert!(!is_sensitive(p), "{p}");
+        }
+    }
+}

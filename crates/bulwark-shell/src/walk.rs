@@ -1,0 +1,1304 @@
+//! Unwrapping: walks the AST and finds every command that will run — through wrappers
+//! (`sudo`, `env`, `timeout`, `nice`, `xargs`, `find -exec`, `watch`, `busybox`, …), through
+//! text that becomes a command (`bash -c`, `eval`, `ssh host 'cmd'`, `docker exec`, here-docs
+//! and pipes into a shell), and through substitutions. Each command found becomes an
+//! [`Invocation`], classified by [`crate::classify`].
+//!
+//! Recursion is bounded twice: [`MAX_NESTING`] levels of text re-parsed as commands, and
+//! [`MAX_INVOCATIONS`] commands per line. Reaching either limit is a parse error, so the line
+//! fails closed.
+
+use crate::argv;
+use crate::ast::{Node, Redirect, Script, SimpleCommand, Word};
+use crate::classify::{self, Io};
+use crate::code::{self, Lang};
+use crate::model::{Analysis, Cap, Invocation};
+use crate::paths;
+use crate::programs::{self as p, name_of};
+use crate::sql;
+
+/// Levels of text re-parsed as commands (`bash -c "eval '…'"`) that are followed.
+pub const MAX_NESTING: usize = 12;
+/// Commands analysed per line.
+pub const MAX_INVOCATIONS: usize = 512;
+/// Variables remembered for indirection (`r=rm; $r -rf /`).
+const MAX_VARS: usize = 64;
+
+/// What a command writes to its standard output, as far as a pipe into a shell cares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// Nothing worth knowing.
+    Nothing,
+    /// Text downloaded from the network.
+    Fetch,
+    /// Decoded or decompressed text of unknown origin.
+    Decode,
+    /// Whatever the other end of a connection sends.
+    Net,
+    /// Known text (`echo 'ls'`, a here-document through `cat`, a decoded literal).
+    Literal(String),
+    /// Something else.
+    Other,
+}
+
+impl Output {
+    /// The output of two commands writing one after the other.
+    fn then(self, other: Output) -> Output {
+        use Output::*;
+        match (self, other) {
+            (Nothing, x) | (x, Nothing) => x,
+            (Literal(a), Literal(b)) => Literal(format!("{a}\n{b}")),
+            (Fetch, _) | (_, Fetch) => Fetch,
+            (Net, _) | (_, Net) => Net,
+            (Decode, _) | (_, Decode) => Decode,
+            _ => Other,
+        }
+    }
+}
+
+/// Where a command's standard input comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Stdin {
+    /// The terminal, or nothing in particular.
+    Tty,
+    /// A pipe from another command.
+    Pipe(Output),
+    /// A here-document or here-string.
+    Text(String),
+    /// A file (`< f`).
+    File(String),
+}
+
+/// A word after variables were resolved.
+#[derive(Clone, Debug)]
+pub(crate) struct W {
+    pub text: String,
+    pub dynamic: bool,
+    /// What its substitutions printed (`$(curl …)`).
+    pub from: Output,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Ctx {
+    via: Vec<String>,
+    remote: Option<String>,
+    nesting: usize,
+    /// Errors inside this text are not the line's: code strings pulled from a program
+    /// (`os.system("…")`) may not be shell at all, and the program is already arbitrary.
+    lenient: bool,
+}
+
+impl Ctx {
+    fn with(&self, via: impl Into<String>) -> Ctx {
+        let mut c = self.clone();
+        c.via.push(via.into());
+        c
+    }
+}
+
+pub(crate) struct Walker {
+    pub a: Analysis,
+    vars: Vec<(String, String)>,
+    /// What the current command's words' substitutions printed (`echo "$(curl …)"`).
+    pending_from: Output,
+}
+
+/// Walks a parsed script.
+pub(crate) fn walk(script: &Script) -> Analysis {
+    let mut w = Walker {
+        a: Analysis::default(),
+        vars: Vec::new(),
+        pending_from: Output::Nothing,
+    };
+    let ctx = Ctx::default();
+    for n in &script.body {
+        w.node(n, &ctx, Stdin::Tty);
+    }
+    w.a
+}
+
+impl Walker {
+    fn error(&mut self, ctx: &Ctx, what: String) {
+        if ctx.lenient {
+            return;
+        }
+        self.a.errors.push(what);
+        self.a.fact("shell.unparsable");
+        self.a.caps.insert(Cap::ExecArbitrary);
+    }
+
+    /// Parses `text` as commands and walks it one level deeper.
+    fn nested(&mut self, text: &str, ctx: &Ctx, stdin: Stdin) -> Output {
+        if ctx.nesting + 1 > MAX_NESTING {
+            self.error(
+                ctx,
+                format!("commands nested deeper than {MAX_NESTING} levels"),
+            );
+            return Output::Other;
+        }
+        match crate::parse::parse(text) {
+            Ok(script) => {
+                let mut inner = ctx.clone();
+                inner.nesting += 1;
+                let mut out = Output::Nothing;
+                for n in &script.body {
+                    out = out.then(self.node(n, &inner, stdin.clone()));
+                }
+                out
+            }
+            Err(e) => {
+                let via = ctx.via.last().cloned().unwrap_or_default();
+                self.error(ctx, format!("{via}: {e}"));
+                Output::Other
+            }
+        }
+    }
+
+    fn node(&mut self, n: &Node, ctx: &Ctx, stdin: Stdin) -> Output {
+        match n {
+            Node::Command(c) => self.command(c, ctx, stdin, &[]),
+            Node::Pipeline(stages) => {
+                let mut input = stdin;
+                let mut out = Output::Nothing;
+                for s in stages {
+                    out = self.node(s, ctx, input);
+                    input = Stdin::Pipe(out.clone());
+                }
+                out
+            }
+            Node::List(a, _, b) => {
+                let x = self.node(a, ctx, Stdin::Tty);
+                let y = self.node(b, ctx, Stdin::Tty);
+                x.then(y)
+            }
+            Node::Subshell(v) | Node::Group(v) => {
+                let mut out = Output::Nothing;
+                for n in v {
+                    out = out.then(self.node(n, ctx, stdin.clone()));
+                }
+                out
+            }
+            Node::If(v) => {
+                for n in v {
+                    self.node(n, ctx, Stdin::Tty);
+                }
+                Output::Other
+            }
+            Node::Loop(_, header, body) => {
+                for w in header {
+                    self.word(w, ctx);
+                }
+                for n in body {
+                    self.node(n, ctx, stdin.clone());
+                }
+                Output::Other
+            }
+            Node::Case(subject, arms) => {
+                self.word(subject, ctx);
+                for n in arms {
+                    self.node(n, ctx, Stdin::Tty);
+                }
+                Output::Other
+            }
+            Node::Function(name, body) => {
+                let inner = ctx.with(format!("function {name}"));
+                for n in body {
+                    self.node(n, &inner, Stdin::Tty);
+                }
+                Output::Nothing
+            }
+            Node::Test(words) => {
+                for w in words {
+                    self.word(w, ctx);
+                }
+                Output::Nothing
+            }
+            Node::Negated(x) => self.node(x, ctx, stdin),
+            Node::Redirected(inner, redirects) => {
+                let before = self.a.invocations.len();
+                let (io, input) = self.redirects(redirects, ctx);
+                let out = self.node(inner, ctx, input.unwrap_or(stdin));
+                // Redirections of a compound command apply to everything inside it.
+                for inv in &mut self.a.invocations[before..] {
+                    classify::apply_io(inv, &io);
+                }
+                if self.a.invocations.len() == before && !io.is_empty() {
+                    self.record(pseudo(":", &io, ctx));
+                }
+                out
+            }
+        }
+    }
+
+    /// Walks a word's substitutions and resolves its text.
+    fn word(&mut self, w: &Word, ctx: &Ctx) -> W {
+        let mut from = Output::Nothing;
+        if !w.substitutions.is_empty() {
+            let inner = ctx.with(if w.text.contains("/dev/fd/") {
+                "<(…)"
+            } else {
+                "$(…)"
+            });
+            for n in &w.substitutions {
+                from = from.then(self.node(n, &inner, Stdin::Tty));
+            }
+        }
+        let (text, dynamic) = self.resolve(w);
+        W {
+            text,
+            dynamic,
+            from,
+        }
+    }
+
+    /// Replaces variables assigned earlier on the line with their literal values.
+    fn resolve(&self, w: &Word) -> (String, bool) {
+        if !w.dynamic {
+            return (w.text.clone(), false);
+        }
+        let mut text = w.text.clone();
+        for (name, value) in self.vars.iter().rev() {
+            for pat in [format!("${{{name}}}"), format!("${name}")] {
+                if pat.len() == name.len() + 1 {
+                    // `$r` must not match inside `$rest`.
+                    let mut out = String::with_capacity(text.len());
+                    let mut rest = text.as_str();
+                    while let Some(i) = rest.find(&pat) {
+                        let after = &rest[i + pat.len()..];
+                        out.push_str(&rest[..i]);
+                        if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                            out.push_str(&pat);
+                        } else {
+                            out.push_str(value);
+                        }
+                        rest = after;
+                    }
+                    out.push_str(rest);
+                    text = out;
+                } else {
+                    text = text.replace(&pat, value);
+                }
+            }
+        }
+        let dynamic = text.contains('$') || text.contains('`');
+        (text, dynamic)
+    }
+
+    fn redirects(&mut self, redirects: &[Redirect], ctx: &Ctx) -> (Io, Option<Stdin>) {
+        let mut io = Io::default();
+        let mut stdin = None;
+        for r in redirects {
+            let target = self.word(&r.target, ctx);
+            let body = r.body.as_ref().map(|b| self.word(b, ctx));
+            match r.op.as_str() {
+                "<<" | "<<-" | "<<<" => {
+                    if let Some(b) = body {
+                        stdin = Some(Stdin::Text(b.text));
+                    }
+                }
+                "<" => {
+                    let t = paths::normalize(&target.text);
+                    if let Some(dest) = dev_tcp(&t) {
+                        io.destinations.push(dest);
+                        io.dev_tcp = true;
+                    } else {
+                        io.reads.push(t.clone());
+                    }
+                    stdin = Some(Stdin::File(t));
+                }
+                op => {
+                    let t = target.text.as_str();
+                    let is_fd =
+                        t == "-" || (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()));
+                    if op.contains('&') && is_fd || op == "<&" || op == ">&" && is_fd {
+                        io.fd_dup = true;
+                        continue;
+                    }
+                    let t = paths::normalize(t);
+                    if let Some(dest) = dev_tcp(&t) {
+                        io.destinations.push(dest);
+                        io.dev_tcp = true;
+                    } else if op == "<>" {
+                        io.reads.push(t.clone());
+                        io.writes.push(t);
+                    } else if !paths::is_harmless_device(&t) {
+                        io.writes.push(t);
+                    }
+                }
+            }
+        }
+        (io, stdin)
+    }
+
+    fn command(&mut self, c: &SimpleCommand, ctx: &Ctx, stdin: Stdin, _: &[W]) -> Output {
+        let mut assigns: Vec<(String, W)> = Vec::new();
+        for (name, value) in &c.assignments {
+            let v = self.word(value, ctx);
+            assigns.push((name.clone(), v));
+        }
+        let words: Vec<W> = c.words.iter().map(|w| self.word(w, ctx)).collect();
+        let (io, input) = self.redirects(&c.redirects, ctx);
+        let stdin = input.unwrap_or(stdin);
+        for (name, v) in &assigns {
+            classify::assignment(&mut self.a, name, &v.text);
+        }
+        if words.is_empty() {
+            // `r=rm` on its own: later words on this line may use it.
+            for (name, v) in assigns {
+                if !v.dynamic && self.vars.len() < MAX_VARS {
+                    self.vars.push((name, v.text));
+                }
+            }
+            if !io.is_empty() {
+                self.record(pseudo(":", &io, ctx));
+            }
+            return Output::Nothing;
+        }
+        let env: Vec<(String, String)> = assigns.into_iter().map(|(n, v)| (n, v.text)).collect();
+        self.invoke(words, ctx.clone(), stdin, io, &env)
+    }
+
+    fn record(&mut self, inv: Invocation) {
+        if self.a.invocations.len() >= MAX_INVOCATIONS {
+            if !self
+                .a
+                .errors
+                .iter()
+                .any(|e| e.contains("commands per line"))
+            {
+                self.a
+                    .errors
+                    .push(format!("more than {MAX_INVOCATIONS} commands per line"));
+                self.a.fact("shell.unparsable");
+                self.a.caps.insert(Cap::ExecArbitrary);
+            }
+            return;
+        }
+        self.a.invocations.push(inv);
+    }
+
+    /// Runs `words` as a command: unwraps wrappers, then dispatches on the program.
+    fn invoke(
+        &mut self,
+        mut words: Vec<W>,
+        mut ctx: Ctx,
+        stdin: Stdin,
+        io: Io,
+        env: &[(String, String)],
+    ) -> Output {
+        let mut env: Vec<(String, String)> = env.to_vec();
+        loop {
+            let Some(first) = words.first() else {
+                return Output::Nothing;
+            };
+            if first.dynamic {
+                return self.dynamic_command(words, &ctx, io);
+            }
+            let name = name_of(&first.text);
+            let texts: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+            let skip = match name.as_str() {
+                "sudo" | "doas" | "pkexec" => {
+                    let a = argv::parse(&name, &texts);
+                    if a.operands.is_empty() {
+                        let mut inv = self.base(&name, &words, &ctx);
+                        if a.flag("s") || a.flag("i") {
+                            inv.because(Cap::ExecArbitrary, format!("{name} opens a root shell"));
+                        }
+                        if a.flag("e") {
+                            inv.writes.extend(texts.iter().map(|t| paths::normalize(t)));
+                        }
+                        inv.fact("shell.privileged");
+                        return self.finish(inv, &stdin, &io, &ctx);
+                    }
+                    if a.flag("e") {
+                        // `sudo -e FILE` edits files as root.
+                        let mut inv = self.base("sudoedit", &words, &ctx);
+                        inv.writes
+                            .extend(a.operands.iter().map(|t| paths::normalize(t)));
+                        inv.fact("shell.privileged");
+                        return self.finish(inv, &stdin, &io, &ctx);
+                    }
+                    Some((words.len() - a.operands.len(), name.clone()))
+                }
+                "env" => {
+                    let a = argv::parse("env", &texts);
+                    for u in a.values("u") {
+                        classify::assignment(&mut self.a, u, "");
+                    }
+                    let mut start = words.len() - a.operands.len();
+                    while start < words.len() && is_assignment(&words[start].text) {
+                        if let Some((n, v)) = words[start].text.split_once('=') {
+                            classify::assignment(&mut self.a, n, v);
+                            env.push((n.to_string(), v.to_string()));
+                        }
+                        start += 1;
+                    }
+                    if let Some(split) = a.value("S") {
+                        // `env -S 'rm -rf /'` splits its argument into words.
+                        let mut inner: Vec<W> = split
+                            .split_whitespace()
+                            .map(|t| W {
+                                text: t.to_string(),
+                                dynamic: false,
+                                from: Output::Nothing,
+                            })
+                            .collect();
+                        inner.extend(words.drain(start..));
+                        words = inner;
+                        ctx.via.push("env".into());
+                        continue;
+                    }
+                    if start >= words.len() {
+                        let mut inv = self.base("env", &words, &ctx);
+                        inv.fact("shell.env_dump");
+                        return self.finish(inv, &stdin, &io, &ctx);
+                    }
+                    Some((start, "env".to_string()))
+                }
+                "timeout" | "chroot" | "chrt" | "taskset" => {
+                    let a = argv::parse(&name, &texts);
+                    if a.operands.len() <= 1 || name == "taskset" && a.flag("p") {
+                        None
+                    } else {
+                        Some((words.len() - a.operands.len() + 1, name.clone()))
+                    }
+                }
+                "nice" | "nohup" | "stdbuf" | "time" | "setsid" | "ionice" | "unbuffer"
+                | "chronic" | "caffeinate" | "torsocks" | "torify" | "proxychains"
+                | "proxychains4" | "firejail" | "catchsegv" | "xvfb-run" | "dbus-run-session"
+                | "unshare" | "nsenter" | "strace" | "ltrace" | "builtin" | "systemd-run"
+                | "sshpass" | "faketime" | "fakeroot" | "eatmydata" | "numactl" | "cgexec"
+                | "run-one" | "nocache" | "with-contenv" | "tini" | "dumb-init" | "gosu"
+                | "su-exec" | "setpriv" | "prlimit" => {
+                    let a = argv::parse(&name, &texts);
+                    let mut start = words.len() - a.operands.len();
+                    if matches!(name.as_str(), "gosu" | "su-exec") {
+                        start += 1;
+                    }
+                    if start >= words.len() {
+                        None
+                    } else {
+                        Some((start, name.clone()))
+                    }
+                }
+                "command" => {
+                    let a = argv::parse("command", &texts);
+                    if a.flag("v") || a.flag("V") || a.operands.is_empty() {
+                        None
+                    } else {
+                        Some((words.len() - a.operands.len(), name.clone()))
+                    }
+                }
+                "exec" => {
+                    let a = argv::parse("exec", &texts);
+                    if a.operands.is_empty() {
+                        None
+                    } else {
+                        Some((words.len() - a.operands.len(), name.clone()))
+                    }
+                }
+                "flock" => {
+                    let a = argv::parse("flock", &texts);
+                    if let Some(cmd) = a.value("c") {
+                        let cmd = cmd.to_string();
+                        let inner = ctx.with("flock -c");
+                        return self.nested(&cmd, &inner, stdin);
+                    }
+                    if a.operands.len() <= 1 {
+                        None
+                    } else {
+                        Some((words.len() - a.operands.len() + 1, name.clone()))
+                    }
+                }
+                "busybox" => {
+                    if words.len() > 1 {
+                        Some((1, name.clone()))
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+            match skip {
+                Some((start, label)) if start < words.len() && start > 0 => {
+                    words.drain(..start);
+                    ctx.via.push(label);
+                }
+                _ => break,
+            }
+        }
+        let mut inv = self.base(&name_of(&words[0].text), &words, &ctx);
+        inv.dynamic = words.iter().any(|w| w.dynamic);
+        if !env.is_empty() {
+            for (n, v) in &env {
+                if classify::is_loader_variable(n) {
+                    inv.fact("shell.ld_preload");
+                    inv.because(
+                        Cap::ExecArbitrary,
+                        format!("{n}={v} loads a library into the command"),
+                    );
+                }
+            }
+        }
+        self.pending_from = words[1..]
+            .iter()
+            .fold(Output::Nothing, |a, w| a.then(w.from.clone()));
+        self.dispatch(inv, &words, ctx, stdin, io)
+    }
+
+    /// A fresh invocation for `name` with `words[1..]` as arguments.
+    fn base(&self, name: &str, words: &[W], ctx: &Ctx) -> Invocation {
+        let args: Vec<String> = words.iter().skip(1).map(|w| w.text.clone()).collect();
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let argv = argv::parse(name, &refs);
+        Invocation {
+            name: name.to_string(),
+            written: words.first().map(|w| w.text.clone()).unwrap_or_default(),
+            words: args,
+            argv,
+            dynamic: words.iter().any(|w| w.dynamic),
+            via: ctx.via.clone(),
+            remote: ctx.remote.clone(),
+            ..Invocation::default()
+        }
+    }
+
+    fn dynamic_command(&mut self, words: Vec<W>, ctx: &Ctx, io: Io) -> Output {
+        let first = &words[0];
+        let mut inv = self.base(&first.text, &words, ctx);
+        inv.name = first.text.clone();
+        inv.dynamic = true;
+        inv.fact("shell.variable_command");
+        inv.because(
+            Cap::ExecArbitrary,
+            format!("the command is {} (known only at run time)", first.text),
+        );
+        match first.from {
+            Output::Fetch => {
+                inv.fact("shell.fetch_to_shell");
+                self.a.fact("shell.fetch_to_shell");
+            }
+            Output::Decode => {
+                inv.fact("shell.decode_to_shell");
+                self.a.fact("shell.decode_to_shell");
+            }
+            _ => {}
+        }
+        self.finish(inv, &Stdin::Tty, &io, ctx)
+    }
+
+    /// Classifies, records and returns what the command prints.
+    fn finish(&mut self, mut inv: Invocation, stdin: &Stdin, io: &Io, _ctx: &Ctx) -> Output {
+        classify::apply_io(&mut inv, io);
+        classify::classify(&mut inv, stdin);
+        let from = std::mem::replace(&mut self.pending_from, Output::Nothing);
+        let out = classify::output(&inv, stdin, from);
+        self.record(inv);
+        out
+    }
+
+    fn dispatch(
+        &mut self,
+        mut inv: Invocation,
+        words: &[W],
+        ctx: Ctx,
+        stdin: Stdin,
+        io: Io,
+    ) -> Output {
+        let name = inv.name.clone();
+        let fam = crate::specs::family(&name).to_string();
+        match fam.as_str() {
+            _ if p::SHELLS.contains(&name.as_str()) => self.shell(inv, words, &ctx, stdin, io),
+            "eval" => {
+                let dynamic = words[1..].iter().any(|w| w.dynamic);
+                let from = words[1..]
+                    .iter()
+                    .fold(Output::Nothing, |a, w| a.then(w.from.clone()));
+                if dynamic || words.len() < 2 {
+                    inv.fact("shell.eval_dynamic");
+                    inv.because(Cap::ExecArbitrary, "eval runs text known only at run time");
+                    self.note_origin(&mut inv, &from);
+                    self.finish(inv, &stdin, &io, &ctx)
+                } else {
+                    let text = inv.words.join(" ");
+                    self.finish(inv, &stdin, &io, &ctx);
+                    self.nested(&text, &ctx.with("eval"), stdin)
+                }
+            }
+            "source" | "." => {
+                let from = words
+                    .get(1)
+                    .map(|w| w.from.clone())
+                    .unwrap_or(Output::Nothing);
+                inv.fact("shell.script_file");
+                inv.because(Cap::ExecArbitrary, "sources a script file");
+                self.note_origin(&mut inv, &from);
+                self.finish(inv, &stdin, &io, &ctx)
+            }
+            "trap" => {
+                let text = inv.argv.operands.first().cloned();
+                self.finish(inv, &stdin, &io, &ctx);
+                match text {
+                    Some(t) if !t.is_empty() && t != "-" => {
+                        self.nested(&t, &ctx.with("trap"), Stdin::Tty)
+                    }
+                    _ => Output::Nothing,
+                }
+            }
+            "at" | "batch" => {
+                let text = match &stdin {
+                    Stdin::Text(t) | Stdin::Pipe(Output::Literal(t)) => Some(t.clone()),
+                    _ => None,
+                };
+                match text {
+                    Some(t) => {
+                        self.finish(inv, &Stdin::Tty, &io, &ctx);
+                        self.nested(&t, &ctx.with(name), Stdin::Tty)
+                    }
+                    None => {
+                        if !matches!(stdin, Stdin::Tty) || inv.argv.flag("f") {
+                            inv.because(
+                                Cap::ExecArbitrary,
+                                format!("{name} schedules commands the line does not show"),
+                            );
+                        }
+                        self.finish(inv, &stdin, &io, &ctx)
+                    }
+                }
+            }
+            "xargs" => {
+                let inner_start = words.len() - inv.argv.operands.len();
+                let mut inner: Vec<W> = words[inner_start..].to_vec();
+                if inner.is_empty() {
+                    inner.push(W {
+                        text: "echo".into(),
+                        dynamic: false,
+                        from: Output::Nothing,
+                    });
+                }
+                // Known input becomes the arguments; otherwise they are run-time values.
+                let supplied: Vec<W> = match &stdin {
+                    Stdin::Pipe(Output::Literal(t)) | Stdin::Text(t) => t
+                        .split_whitespace()
+                        .take(64)
+                        .map(|s| W {
+                            text: s.to_string(),
+                            dynamic: false,
+                            from: Output::Nothing,
+                        })
+                        .collect(),
+                    _ => vec![W {
+                        text: "$XARGS".into(),
+                        dynamic: true,
+                        from: Output::Nothing,
+                    }],
+                };
+                let replace = inv.argv.value("I").map(str::to_string).or_else(|| {
+                    inv.argv
+                        .opts
+                        .iter()
+                        .any(|o| o.name == "i")
+                        .then(|| "{}".to_string())
+                });
+                match replace {
+                    Some(r) => {
+                        let joined = supplied
+                            .iter()
+                            .map(|w| w.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        let dynamic = supplied.iter().any(|w| w.dynamic);
+                        for w in inner.iter_mut().skip(1) {
+                            if w.text.contains(&r) {
+                                w.text = w.text.replace(&r, &joined);
+                                w.dynamic |= dynamic;
+                            }
+                        }
+                    }
+                    None => inner.extend(supplied),
+                }
+                self.finish(inv, &Stdin::Tty, &io, &ctx);
+                self.invoke(inner, ctx.with("xargs"), Stdin::Tty, Io::default(), &[])
+            }
+            "find" => self.find(inv, words, &ctx, stdin, io),
+            "watch" => {
+                let ops = inv.argv.operands.clone();
+                let exec = inv.argv.flag("x");
+                self.finish(inv, &stdin, &io, &ctx);
+                if ops.is_empty() {
+                    return Output::Other;
+                }
+                if exec {
+                    let inner: Vec<W> = words[words.len() - ops.len()..].to_vec();
+                    self.invoke(inner, ctx.with("watch"), Stdin::Tty, Io::default(), &[])
+                } else {
+                    self.nested(&ops.join(" "), &ctx.with("watch"), Stdin::Tty)
+                }
+            }
+            "parallel" => {
+                let args: Vec<&str> = inv.words.iter().map(String::as_str).collect();
+                let end = args
+                    .iter()
+                    .position(|a| a.starts_with(":::"))
+                    .unwrap_or(args.len());
+                let mut i = 0;
+                while i < end && args[i].starts_with('-') {
+                    if matches!(
+                        args[i],
+                        "-j" | "-S"
+                            | "--jobs"
+                            | "--sshlogin"
+                            | "-a"
+                            | "--arg-file"
+                            | "--delay"
+                            | "--timeout"
+                            | "-I"
+                    ) {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                let template = args[i.min(end)..end].join(" ");
+                let inputs = args.get(end + 1..).unwrap_or(&[]).join(" ");
+                self.finish(inv, &stdin, &io, &ctx);
+                if template.is_empty() {
+                    return Output::Other;
+                }
+                let text = if template.contains("{}") {
+                    template.replace("{}", &inputs)
+                } else {
+                    format!("{template} {inputs}")
+                };
+                self.nested(&text, &ctx.with("parallel"), Stdin::Tty)
+            }
+            "ssh" => self.ssh(inv, &ctx, stdin, io),
+            "su" | "runuser" => {
+                inv.fact("shell.privileged");
+                let cmd = inv.argv.value("c").map(str::to_string);
+                match cmd {
+                    Some(c) => {
+                        self.finish(inv, &Stdin::Tty, &io, &ctx);
+                        self.nested(&c, &ctx.with(format!("{name} -c")), stdin)
+                    }
+                    None if name == "runuser" && words.iter().any(|w| w.text == "--") => {
+                        let at = words.iter().position(|w| w.text == "--").unwrap_or(0);
+                        let inner = words[at + 1..].to_vec();
+                        self.finish(inv, &Stdin::Tty, &io, &ctx);
+                        self.invoke(inner, ctx.with("runuser"), stdin, Io::default(), &[])
+                    }
+                    None => {
+                        inv.because(
+                            Cap::ExecArbitrary,
+                            format!("{name} opens a shell as another user"),
+                        );
+                        self.finish(inv, &stdin, &io, &ctx)
+                    }
+                }
+            }
+            "docker"
+                if matches!(
+                    inv.argv.sub().as_str(),
+                    "exec" | "run" | "container exec" | "container run"
+                ) =>
+            {
+                let exec = inv.argv.sub().ends_with("exec");
+                let args = inv.argv.args().to_vec();
+                let label = format!(
+                    "{name} {} {}",
+                    if exec { "exec" } else { "run" },
+                    args.first().cloned().unwrap_or_default()
+                );
+                let inner: Vec<W> = if args.len() > 1 {
+                    words[words.len() - (args.len() - 1)..].to_vec()
+                } else {
+                    Vec::new()
+                };
+                self.finish(inv, &stdin, &io, &ctx);
+                if inner.is_empty() {
+                    return Output::Other;
+                }
+                self.invoke(inner, ctx.with(label), stdin, Io::default(), &[])
+            }
+            "kubectl" if inv.argv.sub() == "exec" => {
+                let at = words.iter().position(|w| w.text == "--");
+                let inner: Vec<W> = match at {
+                    Some(i) => words[i + 1..].to_vec(),
+                    None => {
+                        let args = inv.argv.args().to_vec();
+                        if args.len() > 1 {
+                            words[words.len() - (args.len() - 1)..].to_vec()
+                        } else {
+                            Vec::new()
+                        }
+                    }
+                };
+                let pod = inv.argv.args().first().cloned().unwrap_or_default();
+                self.finish(inv, &stdin, &io, &ctx);
+                if inner.is_empty() {
+                    return Output::Other;
+                }
+                self.invoke(
+                    inner,
+                    ctx.with(format!("{name} exec {pod}")),
+                    stdin,
+                    Io::default(),
+                    &[],
+                )
+            }
+            _ if p::INTERPRETERS.contains(&name.as_str()) || fam == "awk" => {
+                self.interpreter(inv, words, &ctx, stdin, io)
+            }
+            _ if classify::is_sql_client(&name) => self.sql_client(inv, &ctx, stdin, io),
+            _ => self.finish(inv, &stdin, &io, &ctx),
+        }
+    }
+
+    /// Records what downloaded or decoded text reaching an interpreter means.
+    fn note_origin(&mut self, inv: &mut Invocation, from: &Output) {
+        match from {
+            Output::Fetch => {
+                inv.fact("shell.fetch_to_shell");
+                inv.because(Cap::ExecArbitrary, "runs downloaded code");
+            }
+            Output::Decode => {
+                inv.fact("shell.decode_to_shell");
+                inv.because(Cap::ExecArbitrary, "runs decoded text");
+            }
+            Output::Net => {
+                inv.fact("shell.reverse_shell");
+                inv.because(Cap::ExecArbitrary, "runs what a network peer sends");
+            }
+            _ => {}
+        }
+    }
+
+    /// A shell: `-c TEXT`, a script file, a here-document, or whatever is piped in.
+    fn shell(
+        &mut self,
+        mut inv: Invocation,
+        words: &[W],
+        ctx: &Ctx,
+        stdin: Stdin,
+        io: Io,
+    ) -> Output {
+        let name = inv.name.clone();
+        let a = inv.argv.clone();
+        let first_operand = words.len() - a.operands.len();
+        if a.flag("c") {
+            let Some(code) = words.get(first_operand) else {
+                inv.because(Cap::ExecArbitrary, format!("{name} -c without a command"));
+                return self.finish(inv, &stdin, &io, ctx);
+            };
+            if code.dynamic {
+                inv.fact("shell.eval_dynamic");
+                inv.because(
+                    Cap::ExecArbitrary,
+                    format!("{name} -c runs text known only at run time"),
+                );
+                let from = code.from.clone();
+                self.note_origin(&mut inv, &from);
+                return self.finish(inv, &stdin, &io, ctx);
+            }
+            let text = code.text.clone();
+            self.finish(inv, &Stdin::Tty, &io, ctx);
+            return self.nested(&text, &ctx.with(format!("{name} -c")), stdin);
+        }
+        if let Some(script) = words.get(first_operand) {
+            inv.fact("shell.script_file");
+            inv.because(
+                Cap::ExecArbitrary,
+                format!("{name} runs the script {}", script.text),
+            );
+            let from = script.from.clone();
+            self.note_origin(&mut inv, &from);
+            if !script.text.contains("/dev/fd/") {
+                inv.reads.push(paths::normalize(&script.text));
+            }
+            return self.finish(inv, &stdin, &io, ctx);
+        }
+        match stdin {
+            Stdin::Text(t) => {
+                self.finish(inv, &Stdin::Tty, &io, ctx);
+                self.nested(&t, &ctx.with(format!("here-doc to {name}")), Stdin::Tty)
+            }
+            Stdin::Pipe(Output::Literal(t)) => {
+                self.finish(inv, &Stdin::Tty, &io, ctx);
+                self.nested(&t, &ctx.with(format!("pipe to {name}")), Stdin::Tty)
+            }
+            Stdin::Pipe(from) => {
+                inv.fact("shell.pipe_to_shell");
+                inv.because(
+                    Cap::ExecArbitrary,
+                    format!("{name} runs what is piped into it"),
+                );
+                self.note_origin(&mut inv, &from);
+                self.finish(inv, &Stdin::Tty, &io, ctx)
+            }
+            Stdin::File(f) => {
+                inv.fact("shell.script_file");
+                inv.because(Cap::ExecArbitrary, format!("{name} runs the script {f}"));
+                self.finish(inv, &Stdin::Tty, &io, ctx)
+            }
+            Stdin::Tty => {
+                inv.because(Cap::ExecArbitrary, format!("{name} runs interactively"));
+                inv.fact("shell.interactive");
+                self.finish(inv, &Stdin::Tty, &io, ctx)
+            }
+        }
+    }
+
+    fn interpreter(
+        &mut self,
+        mut inv: Invocation,
+        words: &[W],
+        ctx: &Ctx,
+        stdin: Stdin,
+        io: Io,
+    ) -> Output {
+        let name = inv.name.clone();
+        let fam = crate::specs::family(&name).to_string();
+        let a = inv.argv.clone();
+        let lang = match fam.as_str() {
+            "python" => Lang::Python,
+            "node" | "deno" | "bun" => Lang::Node,
+            "perl" | "ruby" | "php" => Lang::Backticks,
+            _ => Lang::Other,
+        };
+        // Where the program text is.
+        let code_flag: &[&str] = match fam.as_str() {
+            "python" => &["c"],
+            "node" => &["e", "p"],
+            "perl" => &["e", "E"],
+            "ruby" | "lua" | "rscript" | "osascript" => &["e"],
+            "php" => &["r", "B", "R", "E"],
+            "powershell" => &["c", "command", "Command"],
+            "awk" => &[],
+            _ => &["c", "e"],
+        };
+        let mut code: Option<(String, Output, bool)> = None;
+        for f in code_flag {
+            if let Some(v) = a.value(f) {
+                let w = words.iter().find(|w| w.text == v);
+                let (from, dynamic) =
+                    w.map_or((Output::Nothing, false), |w| (w.from.clone(), w.dynamic));
+                code = Some((v.to_string(), from, dynamic));
+                break;
+            }
+        }
+        if fam == "powershell" {
+            for f in ["e", "ec", "encodedcommand", "EncodedCommand"] {
+                if let Some(v) = a.value(f) {
+                    inv.fact("shell.decode_to_shell");
+                    let decoded = classify::decode_utf16_base64(v);
+                    code = Some((decoded.unwrap_or_default(), Output::Decode, false));
+                }
+            }
+        }
+        if fam == "deno"
+            && a.sub() == "eval"
+            && let Some(c) = a.args().first()
+        {
+            code = Some((c.clone(), Output::Nothing, false));
+        }
+        if fam == "awk"
+            && a.value("f").is_none()
+            && let Some(first) = a.operands.first()
+        {
+            code = Some((first.clone(), Output::Nothing, false));
+        }
+        if fam == "python"
+            && let Some(m) = a.value("m")
+        {
+            {
+                let m = m.to_string();
+                match m.as_str() {
+                    "pip" | "pip3" | "twine" | "venv" | "ensurepip" => {
+                        let at = words
+                            .iter()
+                            .position(|w| w.text == m)
+                            .unwrap_or(words.len());
+                        let mut inner = vec![W {
+                            text: m.clone(),
+                            dynamic: false,
+                            from: Output::Nothing,
+                        }];
+                        inner.extend(words[(at + 1).min(words.len())..].iter().cloned());
+                        return self.invoke(inner, ctx.with(format!("{name} -m")), stdin, io, &[]);
+                    }
+                    "http.server" | "SimpleHTTPServer" | "smtpd" | "pyftpdlib" => {
+                        inv.fact("shell.listener");
+                        inv.because(
+                            Cap::NetEgress,
+                            format!("{name} -m {m} serves files to the network"),
+                        );
+                        return self.finish(inv, &stdin, &io, ctx);
+                    }
+                    "json.tool" | "py_compile" | "compileall" | "tabnanny" | "pydoc" | "timeit"
+                    | "this" | "site" | "platform" | "sysconfig" | "zipfile" | "tarfile"
+                    | "base64" | "uuid" | "calendar" => {
+                        return self.finish(inv, &stdin, &io, ctx);
+                    }
+                    _ => {
+                        inv.because(Cap::ExecArbitrary, format!("{name} runs the module {m}"));
+                        return self.finish(inv, &stdin, &io, ctx);
+                    }
+                }
+            }
+        }
+        if let Some((text, from, dynamic)) = code {
+            if fam != "awk" {
+                inv.fact("shell.interpreter_inline");
+                inv.because(Cap::ExecArbitrary, format!("{name} runs inline code"));
+            }
+            if dynamic {
+                inv.fact("shell.eval_dynamic");
+                inv.because(
+                    Cap::ExecArbitrary,
+                    format!("{name} runs code known only at run time"),
+                );
+            }
+            self.note_origin(&mut inv, &from);
+            return self.code(inv, &text, lang, ctx, stdin, io);
+        }
+        // A script file operand.
+        let script_at = if fam == "awk" {
+            None
+        } else {
+            a.operands.first()
+        };
+        if let Some(script) = script_at {
+            let w = words.iter().rev().find(|w| &w.text == script);
+            let from = w.map_or(Output::Nothing, |w| w.from.clone());
+            inv.fact("shell.script_file");
+            inv.because(
+                Cap::ExecArbitrary,
+                format!("{name} runs the script {script}"),
+            );
+            if !script.contains("/dev/fd/") && script != "-" {
+                inv.reads.push(paths::normalize(script));
+            }
+            self.note_origin(&mut inv, &from);
+            if script != "-" {
+                return self.finish(inv, &stdin, &io, ctx);
+            }
+        }
+        match stdin.clone() {
+            Stdin::Text(t) | Stdin::Pipe(Output::Literal(t)) if fam != "awk" => {
+                inv.fact("shell.interpreter_inline");
+                inv.because(
+                    Cap::ExecArbitrary,
+                    format!("{name} runs code from its input"),
+                );
+                self.code(inv, &t, lang, ctx, Stdin::Tty, io)
+            }
+            Stdin::Pipe(from) if fam != "awk" => {
+                inv.fact("shell.pipe_to_shell");
+                inv.because(
+                    Cap::ExecArbitrary,
+                    format!("{name} runs what is piped into it"),
+                );
+                self.note_origin(&mut inv, &from);
+                self.finish(inv, &Stdin::Tty, &io, ctx)
+            }
+            Stdin::File(f) if fam != "awk" => {
+                inv.fact("shell.script_file");
+                inv.because(Cap::ExecArbitrary, format!("{name} runs the script {f}"));
+                self.finish(inv, &Stdin::Tty, &io, ctx)
+            }
+            _ => {
+                if fam != "awk" {
+                    inv.because(Cap::ExecArbitrary, format!("{name} runs interactively"));
+                }
+                self.finish(inv, &stdin, &io, ctx)
+            }
+        }
+    }
+
+    /// Inline code: what it shows, and the commands it hands to a shell.
+    fn code(
+        &mut self,
+        mut inv: Invocation,
+        text: &str,
+        lang: Lang,
+        ctx: &Ctx,
+        stdin: Stdin,
+        io: Io,
+    ) -> Output {
+        let facts = code::analyse(text, lang);
+        inv.code = Some(text.chars().take(4096).collect());
+        for d in &facts.destinations {
+            if !inv.destinations.contains(d) {
+                inv.destinations.push(d.clone());
+            }
+        }
+        if facts.network {
+            inv.because(
+                Cap::NetEgress,
+                format!("{} code uses the network", inv.name),
+            );
+        }
+        for path in &facts.paths {
+            inv.reads.push(paths::normalize(path));
+        }
+        for d in &facts.deletes {
+            inv.because(
+                Cap::ExecIrreversible,
+                format!("{} code calls {d}", inv.name),
+            );
+            inv.caps.insert(Cap::FsWrite);
+        }
+        if facts.reverse_shell {
+            inv.fact("shell.reverse_shell");
+        }
+        if facts.decode_exec {
+            inv.fact("shell.decode_to_shell");
+        }
+        if facts.fetch_exec {
+            inv.fact("shell.fetch_to_shell");
+        }
+        let label = format!("{} code", inv.name);
+        let out = self.finish(inv, &stdin, &io, ctx);
+        let mut inner = ctx.with(label);
+        inner.lenient = true;
+        for cmd in facts.shell.iter().take(16) {
+            self.nested(cmd, &inner, Stdin::Tty);
+        }
+        out
+    }
+
+    fn find(
+        &mut self,
+        mut inv: Invocation,
+        words: &[W],
+        ctx: &Ctx,
+        stdin: Stdin,
+        io: Io,
+    ) -> Output {
+        let args: Vec<&W> = words[1..].iter().collect();
+        let roots: Vec<String> = args
+            .iter()
+            .take_while(|w| !w.text.starts_with('-') && w.text != "(" && w.text != "!")
+            .map(|w| paths::normalize(&w.text))
+            .collect();
+        let mut execs: Vec<(String, Vec<W>)> = Vec::new();
+        let mut i = 0;
+        while i < args.len() {
+            let t = args[i].text.as_str();
+            if matches!(t, "-exec" | "-execdir" | "-ok" | "-okdir") {
+                let mut cmd = Vec::new();
+                i += 1;
+                while i < args.len() && args[i].text != ";" && args[i].text != "+" {
+                    cmd.push(args[i].clone());
+                    i += 1;
+                }
+                execs.push((t.to_string(), cmd));
+            }
+            i += 1;
+        }
+        inv.argv.operands = roots.clone();
+        let before = inv.words.clone();
+        inv.words = before;
+        let out = self.finish(inv, &stdin, &io, ctx);
+        for (how, cmd) in execs {
+            if !cmd.is_empty() {
+                self.invoke(
+                    cmd,
+                    ctx.with(format!("find {how}")),
+                    Stdin::Tty,
+                    Io::default(),
+                    &[],
+                );
+            }
+        }
+        out
+    }
+
+    fn ssh(&mut self, inv: Invocation, ctx: &Ctx, stdin: Stdin, io: Io) -> Output {
+        let host = inv.argv.operands.first().cloned();
+        let remote_cmd: Vec<String> = inv.argv.operands.iter().skip(1).cloned().collect();
+        let proxy = inv.argv.values("o").find_map(|o| {
+            let (k, v) = o.split_once(['=', ' '])?;
+            k.eq_ignore_ascii_case("ProxyCommand")
+                .then(|| v.to_string())
+        });
+        let out = self.finish(inv, &stdin, &io, ctx);
+        if let Some(cmd) = proxy {
+            self.nested(&cmd, &ctx.with("ssh ProxyCommand"), Stdin::Tty);
+        }
+        if let (Some(h), false) = (host, remote_cmd.is_empty()) {
+            let mut inner = ctx.with(format!("ssh {h}"));
+            inner.remote = Some(h.rsplit('@').next().unwrap_or(&h).to_string());
+            self.nested(&remote_cmd.join(" "), &inner, stdin);
+        }
+        out
+    }
+
+    fn sql_client(&mut self, mut inv: Invocation, ctx: &Ctx, stdin: Stdin, io: Io) -> Output {
+        let texts = classify::sql_texts(&inv, &stdin);
+        if texts.is_empty() && classify::sql_script(&inv, &stdin) {
+            inv.fact("shell.script_file");
+            inv.because(
+                Cap::ExecArbitrary,
+                format!("{} runs a SQL script the line does not show", inv.name),
+            );
+        }
+        for t in texts {
+            let s = sql::analyse_sql(&t);
+            inv.caps = inv.caps.union(s.caps);
+            if s.destroys() {
+                inv.because(
+                    Cap::ExecIrreversible,
+                    format!(
+                        "{} runs destructive SQL ({})",
+                        inv.name,
+                        s.statements
+                            .iter()
+                            .map(|x| x.kind.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+            self.a.sql.push(s);
+        }
+        self.finish(inv, &stdin, &io, ctx)
+    }
+}
+
+/// An invocation standing for redirections with no command (`> file`, `exec 3<>…`).
+fn pseudo(name: &str, io: &Io, ctx: &Ctx) -> Invocation {
+    let mut inv = Invocation {
+        name: name.to_string(),
+        written: name.to_string(),
+        via: ctx.via.clone(),
+        remote: ctx.remote.clone(),
+        ..Invocation::default()
+    };
+    classify::apply_io(&mut inv, io);
+    classify::classify(&mut inv, &Stdin::Tty);
+    inv
+}
+
+fn is_assignment(w: &str) -> bool {
+    match w.split_once('=') {
+        Some((n, _)) => {
+            !n.is_empty()
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !n.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// `/dev/tcp/host/port` and `/dev/udp/host/port` as `host:port`.
+fn dev_tcp(path: &str) -> Option<String> {
+    let rest = path
+        .strip_prefix("/dev/tcp/")
+        .or_else(|| path.strip_prefix("/dev/udp/"))?;
+    let (host, port) = rest.split_once('/').unwrap_or((rest, ""));
+    Some(if port.is_empty() {
+        host.to_string()
+    } else {
+        format!("{host}:{port}")
+    })
+}
