@@ -93,6 +93,10 @@ pub struct Ctx<'a> {
     pub paths: Vec<String>,
     /// Named predicates that hold.
     pub predicates: Vec<&'static str>,
+    /// Commands a shell argument runs, after unwrapping.
+    pub commands: Vec<bulwark_shell::Invocation>,
+    /// Why the commands have their capabilities (`rm -r -f on /`, …).
+    pub command_reasons: Vec<String>,
     /// Taint this call gives the session if it goes through.
     pub taint_out: TaintSet,
     /// Whether the fleet should be asked about this tool.
@@ -211,6 +215,8 @@ pub(crate) fn run(
         destinations: Vec::new(),
         paths: Vec::new(),
         predicates: Vec::new(),
+        commands: Vec::new(),
+        command_reasons: Vec::new(),
         taint_out: TaintSet::NONE,
         escalate: false,
         findings: Vec::new(),

@@ -551,7 +551,8 @@ fn approved_egress_is_never_revoked() {
 
 #[test]
 fn taint_comes_from_tool_classes_and_sensitive_paths_and_only_ratchets_up() {
-    let mut h = Harness::yaml("version: 1\nsequences: []\n");
+    // Without the commands pack, whose rules ask before credentials are read.
+    let mut h = Harness::yaml("version: 1\npacks: [core]\nsequences: []\n");
     let d = h.req("s", "read_file", json!({"path": "~/.ssh/id_rsa"}));
     assert!(d.taint.contains(Taint::PrivateData), "{d:?}");
     assert_eq!(

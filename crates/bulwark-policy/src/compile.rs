@@ -508,6 +508,9 @@ fn condition(m: &schema::MatchEntry, at: Location, issues: &mut Issues) -> Condi
     {
         all.push(Condition::Text(re));
     }
+    if let Some(c) = &m.command {
+        all.push(Condition::Command(Box::new(command(&c.value, c.referenced, issues))));
+    }
     if let Some(any) = &m.any {
         if any.is_empty() {
             issues.at(at, "`any` needs at least one condition");
@@ -534,9 +537,10 @@ fn condition(m: &schema::MatchEntry, at: Location, issues: &mut Issues) -> Condi
         m.text.is_some(),
         m.any.is_some(),
         m.not.is_some(),
+        m.command.is_some(),
     ];
     if !given.contains(&true) {
-        issues.at(at, "empty match: give at least one of tools, capabilities, args, text, predicates, taint, any, not");
+        issues.at(at, "empty match: give at least one of tools, capabilities, args, text, predicates, taint, command, any, not");
     }
     // Cheap conditions first, regexes last.
     all.sort_by_key(|c| match c {
@@ -544,11 +548,114 @@ fn condition(m: &schema::MatchEntry, at: Location, issues: &mut Issues) -> Condi
         | Condition::Capabilities(_)
         | Condition::Taint(_)
         | Condition::Predicate(_) => 0,
-        Condition::Arg { .. } => 1,
+        Condition::Arg { .. } | Condition::Command(_) => 1,
         Condition::Not(_) | Condition::Any(_) => 2,
         Condition::Text(_) | Condition::All(_) => 3,
     });
     Condition::All(all)
+}
+
+fn command(c: &schema::CommandEntry, at: Location, issues: &mut Issues) -> CommandMatch {
+    let globs = |v: &[Spanned<String>], issues: &mut Issues| -> Vec<Glob> {
+        v.iter().filter_map(|g| glob(g, issues)).collect()
+    };
+    let paths = |v: &Option<Vec<Spanned<String>>>, issues: &mut Issues| -> Vec<PathGlob> {
+        v.iter()
+            .flatten()
+            .filter_map(|g| match path_glob(&g.value) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    issues.at(g.referenced, format!("bad path glob {:?}: {e}", g.value));
+                    None
+                }
+            })
+            .collect()
+    };
+    let flags = |v: &Option<Vec<Spanned<String>>>| -> Vec<String> {
+        v.iter()
+            .flatten()
+            .map(|f| f.value.trim_start_matches('-').to_string())
+            .collect()
+    };
+    let mut out = CommandMatch {
+        names: c.name.as_ref().map(|n| globs(n, issues)).unwrap_or_default(),
+        sub: Vec::new(),
+        flags_any: flags(&c.flags_any),
+        flags_all: flags(&c.flags_all),
+        flags_none: flags(&c.flags_none),
+        options: Vec::new(),
+        args_any: paths(&c.args_any, issues),
+        args_except: paths(&c.args_except, issues),
+        args_regex: c.args_regex.as_ref().and_then(|r| regex(r, issues)),
+        writes_any: paths(&c.writes_any, issues),
+        reads_any: paths(&c.reads_any, issues),
+        code: c.code.as_ref().and_then(|r| regex(r, issues)),
+        via: c.via.as_ref().map(|v| globs(v, issues)).unwrap_or_default(),
+        predicates: Vec::new(),
+        capabilities: c
+            .capabilities
+            .iter()
+            .flatten()
+            .filter_map(|f| family(f, issues))
+            .collect(),
+    };
+    for s in c.sub.iter().flatten() {
+        let words: Vec<Glob> = s
+            .value
+            .split_whitespace()
+            .filter_map(|w| match Glob::new(w) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    issues.at(s.referenced, format!("bad subcommand glob {:?}: {e}", s.value));
+                    None
+                }
+            })
+            .collect();
+        if words.is_empty() {
+            issues.at(s.referenced, "empty subcommand");
+        } else {
+            out.sub.push(words);
+        }
+    }
+    for (name, r) in c.options.iter().flatten() {
+        if let Some(re) = regex(r, issues) {
+            out.options
+                .push((name.trim_start_matches('-').to_string(), re));
+        }
+    }
+    for p in c.predicates.iter().flatten() {
+        if bulwark_shell::is_predicate(&p.value) {
+            out.predicates.push(p.value.clone());
+        } else {
+            issues.at(
+                p.referenced,
+                format!(
+                    "unknown command predicate {:?}: run `bulwark policy predicates` for the list",
+                    p.value
+                ),
+            );
+        }
+    }
+    let given = [
+        c.name.is_some(),
+        c.sub.is_some(),
+        c.flags_any.is_some(),
+        c.flags_all.is_some(),
+        c.flags_none.is_some(),
+        c.options.is_some(),
+        c.args_any.is_some(),
+        c.args_regex.is_some(),
+        c.writes_any.is_some(),
+        c.reads_any.is_some(),
+        c.code.is_some(),
+        c.via.is_some(),
+        c.predicates.is_some(),
+        c.capabilities.is_some(),
+    ];
+    if !given.contains(&true) {
+        issues.at(at, "empty command condition: give at least one of name, sub, flags_any, flags_all, flags_none, options, args_any, args_regex, writes_any, reads_any, code, via, predicates, capabilities");
+    }
+    out
 }
 
 fn sequence(s: &schema::SequenceEntry, issues: &mut Issues) -> Option<Sequence> {

@@ -376,6 +376,43 @@ pub enum Condition {
     Predicate(String),
     /// The session carries all these labels.
     Taint(TaintSet),
+    /// One command the call runs matches.
+    Command(Box<CommandMatch>),
+}
+
+/// A compiled `command:` condition (see [`crate::schema::CommandEntry`]).
+#[derive(Clone, Debug, Default)]
+pub struct CommandMatch {
+    /// Program globs (empty: any).
+    pub names: Vec<Glob>,
+    /// Subcommand prefixes, one glob per word (empty: any).
+    pub sub: Vec<Vec<Glob>>,
+    /// Any of these flags on.
+    pub flags_any: Vec<String>,
+    /// All of these flags on.
+    pub flags_all: Vec<String>,
+    /// None of these flags on.
+    pub flags_none: Vec<String>,
+    /// Option values.
+    pub options: Vec<(String, Regex)>,
+    /// Operand globs.
+    pub args_any: Vec<PathGlob>,
+    /// Operand exclusions.
+    pub args_except: Vec<PathGlob>,
+    /// Operand regex.
+    pub args_regex: Option<Regex>,
+    /// Written paths.
+    pub writes_any: Vec<PathGlob>,
+    /// Read paths.
+    pub reads_any: Vec<PathGlob>,
+    /// Inline code.
+    pub code: Option<Regex>,
+    /// How it was reached.
+    pub via: Vec<Glob>,
+    /// Command-level predicates.
+    pub predicates: Vec<String>,
+    /// Capability families (any of).
+    pub capabilities: Vec<String>,
 }
 
 /// A test on one value.

@@ -50,7 +50,10 @@ pub use vocab::{
 pub const DEFAULT_POLICY: &str = include_str!("../../../packs/default.yaml");
 
 /// Built-in rule packs, by name.
-pub const BUILTIN_PACKS: &[(&str, &str)] = &[("core", include_str!("../../../packs/core.yaml"))];
+pub const BUILTIN_PACKS: &[(&str, &str)] = &[
+    ("core", include_str!("../../../packs/core.yaml")),
+    ("commands", include_str!("../../../packs/commands.yaml")),
+];
 
 /// Policy files larger than this are refused.
 pub const MAX_POLICY_BYTES: usize = 4 << 20;
@@ -133,7 +136,7 @@ fn load_packs(
     raw: &schema::PolicyFile,
     source: PackSource<'_>,
 ) -> Result<Vec<compile::LoadedPack>, PolicyError> {
-    let default = vec!["core".to_string()];
+    let default = vec!["core".to_string(), "commands".to_string()];
     let names: Vec<(String, Option<serde_saphyr::Location>)> = match &raw.packs {
         Some(list) => list
             .iter()

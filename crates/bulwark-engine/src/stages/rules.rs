@@ -6,7 +6,10 @@
 //! `where`: requests run `tool_call` rules, proposals `tool_call` and `llm_response`
 //! rules, results `tool_result`, definitions `tool_description`.
 
-use bulwark_policy::{ArgTest, Condition, ReasonCode, Rule, RuleScope, Severity, TaintSet};
+use bulwark_policy::{
+    ArgTest, CommandMatch, Condition, ReasonCode, Rule, RuleScope, Severity, TaintSet,
+};
+use bulwark_shell::Invocation;
 use serde_json::Value;
 
 use crate::analysis::json;
@@ -40,6 +43,7 @@ fn eval(c: &Condition, s: &Subject<'_>, hit: &mut Hit) -> bool {
         Condition::Capabilities(fams) => fams.iter().any(|f| s.ctx.caps.has_family(f)),
         Condition::Predicate(p) => s.ctx.predicates.iter().any(|q| q == p),
         Condition::Taint(t) => t.iter().all(|x| s.taint.contains(x)),
+        Condition::Command(m) => s.ctx.commands.iter().any(|inv| command_matches(m, inv)),
         Condition::Text(re) => {
             let strings = s.strings.get_or_init(|| json::strings(s.doc));
             for (i, text) in strings.iter().enumerate() {
@@ -78,6 +82,84 @@ fn eval(c: &Condition, s: &Subject<'_>, hit: &mut Hit) -> bool {
             }
         }
     }
+}
+
+/// Whether one command satisfies every field of a `command:` condition.
+fn command_matches(m: &CommandMatch, inv: &Invocation) -> bool {
+    if !m.names.is_empty() && !m.names.iter().any(|g| g.matches(&inv.name)) {
+        return false;
+    }
+    let mut rest: &[String] = &inv.args;
+    if !m.sub.is_empty() {
+        let matched = m.sub.iter().find_map(|words| {
+            (words.len() <= inv.args.len()
+                && words.iter().zip(&inv.args).all(|(g, a)| g.matches(a)))
+            .then_some(words.len())
+        });
+        match matched {
+            Some(n) => rest = &inv.args[n..],
+            None => return false,
+        }
+    }
+    let a = &inv.argv;
+    if !m.flags_any.is_empty() && !m.flags_any.iter().any(|f| a.flag(f)) {
+        return false;
+    }
+    if !m.flags_all.iter().all(|f| a.flag(f)) || m.flags_none.iter().any(|f| a.flag(f)) {
+        return false;
+    }
+    if !m
+        .options
+        .iter()
+        .all(|(name, re)| a.values(name).any(|v| re.is_match(v)))
+    {
+        return false;
+    }
+    if (!m.args_any.is_empty() || !m.args_except.is_empty() || m.args_regex.is_some())
+        && !rest.iter().any(|o| {
+            (m.args_any.is_empty() || m.args_any.iter().any(|g| g.matches(o)))
+                && !m.args_except.iter().any(|g| g.matches(o))
+                && m.args_regex.as_ref().is_none_or(|re| re.is_match(o))
+        })
+    {
+        return false;
+    }
+    if !m.writes_any.is_empty()
+        && !inv
+            .writes
+            .iter()
+            .any(|w| m.writes_any.iter().any(|g| g.matches(w)))
+    {
+        return false;
+    }
+    if !m.reads_any.is_empty()
+        && !inv
+            .reads
+            .iter()
+            .any(|r| m.reads_any.iter().any(|g| g.matches(r)))
+    {
+        return false;
+    }
+    if let Some(re) = &m.code
+        && !inv.code.as_deref().is_some_and(|c| re.is_match(c))
+    {
+        return false;
+    }
+    if !m.via.is_empty() && !inv.via.iter().any(|v| m.via.iter().any(|g| g.matches(v))) {
+        return false;
+    }
+    if !m.capabilities.is_empty()
+        && !inv.caps.iter().any(|c| {
+            m.capabilities
+                .iter()
+                .any(|f| c.name() == f || c.name().starts_with(&format!("{f}.")))
+        })
+    {
+        return false;
+    }
+    m.predicates
+        .iter()
+        .all(|p| inv.predicates.iter().any(|q| q == p))
 }
 
 fn applies(rule: &Rule, d: Direction) -> bool {

@@ -48,6 +48,10 @@ pub const PREDICATES: &[(&str, &str)] = &[
         "GRANT or REVOKE of ALL privileges, or a role made superuser",
     ),
     (
+        "sql.grant_global",
+        "ALL privileges on every database (ON *.*), or a role made superuser",
+    ),
+    (
         "sql.alter_drop",
         "ALTER … DROP (column, constraint, partition, …)",
     ),
@@ -246,6 +250,10 @@ fn classify(st: &Statement, out: &mut SqlAnalysis) {
             push(out, "GRANT", Cap::DbAdmin);
             if matches!(g.privileges, Privileges::All { .. }) {
                 out.fact("sql.grant_all");
+                let on = g.objects.as_ref().map(|o| o.to_string()).unwrap_or_default();
+                if on.contains("*.*") {
+                    out.fact("sql.grant_global");
+                }
             }
         }
         S::Revoke(r) => {
@@ -256,10 +264,10 @@ fn classify(st: &Statement, out: &mut SqlAnalysis) {
         }
         S::AlterRole { .. } => {
             push(out, "ALTER ROLE", Cap::DbAdmin);
-            if st.to_string().to_ascii_uppercase().contains("SUPERUSER")
-                && !st.to_string().to_ascii_uppercase().contains("NOSUPERUSER")
-            {
+            let text = st.to_string().to_ascii_uppercase();
+            if text.contains("SUPERUSER") && !text.contains("NOSUPERUSER") {
                 out.fact("sql.grant_all");
+                out.fact("sql.grant_global");
             }
         }
         S::Copy { to, target, .. } => {
@@ -446,7 +454,8 @@ mod tests {
             !preds("UPDATE users SET admin = true WHERE id = 7")
                 .contains(&"sql.update_without_where")
         );
-        assert!(preds("GRANT ALL PRIVILEGES ON *.* TO 'admin'@'%'").contains(&"sql.grant_all"));
+        assert!(preds("GRANT ALL PRIVILEGES ON *.* TO 'admin'@'%'").contains(&"sql.grant_global"));
+        assert!(!preds("GRANT ALL ON db.* TO 'x'@'%'").contains(&"sql.grant_global"));
         assert!(!preds("GRANT SELECT ON db.t TO bob").contains(&"sql.grant_all"));
         assert!(preds("REVOKE ALL ON t FROM public").contains(&"sql.grant_all"));
         assert!(preds("ALTER TABLE t DROP COLUMN c").contains(&"sql.alter_drop"));
