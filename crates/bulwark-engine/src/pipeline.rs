@@ -31,6 +31,8 @@ pub struct Dest {
     pub text: String,
     /// Parsed and checked.
     pub assessment: Assessment,
+    /// Named by a shell command rather than by a URL argument or the caller.
+    pub from_command: bool,
 }
 
 /// The decision being built.

@@ -509,7 +509,11 @@ fn condition(m: &schema::MatchEntry, at: Location, issues: &mut Issues) -> Condi
         all.push(Condition::Text(re));
     }
     if let Some(c) = &m.command {
-        all.push(Condition::Command(Box::new(command(&c.value, c.referenced, issues))));
+        all.push(Condition::Command(Box::new(command(
+            &c.value,
+            c.referenced,
+            issues,
+        ))));
     }
     if let Some(any) = &m.any {
         if any.is_empty() {
@@ -578,7 +582,11 @@ fn command(c: &schema::CommandEntry, at: Location, issues: &mut Issues) -> Comma
             .collect()
     };
     let mut out = CommandMatch {
-        names: c.name.as_ref().map(|n| globs(n, issues)).unwrap_or_default(),
+        names: c
+            .name
+            .as_ref()
+            .map(|n| globs(n, issues))
+            .unwrap_or_default(),
         sub: Vec::new(),
         flags_any: flags(&c.flags_any),
         flags_all: flags(&c.flags_all),
@@ -606,7 +614,10 @@ fn command(c: &schema::CommandEntry, at: Location, issues: &mut Issues) -> Comma
             .filter_map(|w| match Glob::new(w) {
                 Ok(g) => Some(g),
                 Err(e) => {
-                    issues.at(s.referenced, format!("bad subcommand glob {:?}: {e}", s.value));
+                    issues.at(
+                        s.referenced,
+                        format!("bad subcommand glob {:?}: {e}", s.value),
+                    );
                     None
                 }
             })

@@ -9,6 +9,10 @@
 pub const KNOWN: &[(&str, &str)] = &[
     ("dest.any", "the call reaches at least one destination"),
     (
+        "dest.internal",
+        "a shell command reaches a loopback, private or intranet host",
+    ),
+    (
         "dest.hostname",
         "a destination is given as a name, not an address",
     ),

@@ -459,7 +459,7 @@ pub struct CommandEntry {
     pub args_any: Option<Vec<Spanned<String>>>,
     /// …and none of these.
     pub args_except: Option<Vec<Spanned<String>>>,
-    /// An operand matches this regex.
+    /// An operand (the same or another) matches this regex.
     pub args_regex: Option<Spanned<String>>,
     /// The command writes a path matching one of these globs.
     pub writes_any: Option<Vec<Spanned<String>>>,

@@ -997,6 +997,7 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
         }
     }
     if p::CLOUD_CLIS.contains(&name.as_str()) {
+        inv.fact("shell.remote_api");
         inv.because(Cap::NetEgress, format!("{name} calls its provider's API"));
         cloud(inv, &name, &a);
     }
@@ -1087,7 +1088,24 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
             inv.fact("shell.dynamic_destination");
         }
     }
-    let _ = stdin;
+    // Data piped into something that sends it: `tar c … | ssh host 'cat > x'`, `… | nc h p`.
+    if let Stdin::Pipe(o) = stdin
+        && !matches!(o, Output::Nothing)
+    {
+        let stdin_sender = p::NET_CLIENTS.contains(&name.as_str())
+            || name == "ssh"
+            || name == "openssl" && sub == "s_client"
+            || p::FETCHERS.contains(&name.as_str())
+                && inv.words.iter().any(|w| {
+                    w == "@-"
+                        || w.ends_with("=@-")
+                        || w == "-T" && inv.words.iter().any(|x| x == "-")
+                })
+            || p::MAILERS.contains(&name.as_str());
+        if stdin_sender {
+            inv.fact("shell.pipe_to_network");
+        }
+    }
 }
 
 fn list(v: &[String]) -> String {
@@ -1111,7 +1129,10 @@ fn is_block_device(p: &str) -> bool {
 }
 
 fn device(inv: &mut Invocation, name: &str, ops: &[String]) {
-    if !ops.iter().any(|o| o.starts_with("/dev/") || o.starts_with('$')) {
+    if !ops
+        .iter()
+        .any(|o| o.starts_with("/dev/") || o.starts_with('$'))
+    {
         // `mkfs.erofs image.erofs dir/`, `mkswap swapfile`: a file, not a device.
         for o in ops {
             push(&mut inv.writes, o);
@@ -1170,6 +1191,18 @@ fn remote_host(op: &str) -> Option<String> {
         return None;
     }
     Some(before.rsplit('@').next().unwrap_or(before).to_string())
+}
+
+/// A git remote written as a URL, or as `[user@]host:path` (scp syntax), as something the
+/// destination checks can read: the URL, or the host.
+fn git_remote(r: &str) -> Option<String> {
+    if r.contains("://") {
+        return Some(r.to_string());
+    }
+    if r.contains('@') || r.contains(':') {
+        return remote_host(r);
+    }
+    None
 }
 
 fn remote_copy(inv: &mut Invocation, ops: &[String]) {
@@ -1368,18 +1401,14 @@ fn git(inv: &mut Invocation, sub: &str, a: &crate::argv::Argv, args: &[String]) 
                     "git push --prune deletes remote branches",
                 );
             }
-            if let Some(r) = args.first()
-                && (r.contains("://") || remote_host(r).is_some())
-            {
-                push(&mut inv.destinations, r);
+            if let Some(d) = args.first().and_then(|r| git_remote(r)) {
+                push(&mut inv.destinations, &d);
             }
         }
         "clone" | "fetch" | "pull" | "ls-remote" | "remote" | "submodule" | "archive" => {
             inv.because(Cap::NetEgress, format!("git {top} talks to a remote"));
-            for r in args {
-                if r.contains("://") || r.starts_with("git@") {
-                    push(&mut inv.destinations, r);
-                }
+            for d in args.iter().filter_map(|r| git_remote(r)) {
+                push(&mut inv.destinations, &d);
             }
             if top == "clone" {
                 push(
@@ -1687,97 +1716,110 @@ fn packages(inv: &mut Invocation, fam: &str, sub: &str, a: &crate::argv::Argv) {
     }
 }
 
+/// Verbs that delete or destroy something on a remote service's side.
+fn destructive_verb(w: &str) -> bool {
+    matches!(
+        w,
+        "delete"
+            | "destroy"
+            | "purge"
+            | "remove"
+            | "rm"
+            | "rb"
+            | "del"
+            | "undeploy"
+            | "uninstall"
+            | "wipe"
+            | "terminate"
+            | "deletefile"
+            | "cleanup"
+            | "dedupe"
+            | "forget"
+            | "prune"
+            | "compact"
+            | "recreate"
+            | "break-lock"
+            | "unpublish"
+            | "archive"
+            | "kill"
+            | "roll"
+            | "revoke"
+            | "unregister"
+            | "rollback"
+            | "clear"
+            | "untag"
+            | "unsubscribe"
+            | "remove-secret"
+            | "delete_vhost"
+            | "forget_cluster_node"
+            | "reset"
+            | "force_reset"
+            | "drop"
+    ) || w.starts_with("delete-")
+        || w.starts_with("batch-delete")
+        || w.starts_with("terminate-")
+        || w.starts_with("purge-")
+        || w.starts_with("deregister-")
+        || w.starts_with("remove-")
+        || w.starts_with("delete_")
+        || w.ends_with(":delete")
+        || w.ends_with(":destroy")
+}
+
 fn cloud(inv: &mut Invocation, name: &str, a: &crate::argv::Argv) {
     let ops: Vec<String> = a.operands.iter().map(|o| o.to_ascii_lowercase()).collect();
-    if ops.iter().any(|o| o == "help")
-        || a.flag("generate-cli-skeleton")
-        || a.value("generate-cli-skeleton").is_some()
-        || a.flag("dryrun")
+    let dry = a.flag("dryrun")
         || a.flag("dry-run")
         || a.flag("what-if")
-    {
+        || name == "rclone" && a.flag("n")
+        || a.flag("generate-cli-skeleton")
+        || a.value("generate-cli-skeleton").is_some();
+    if ops.iter().any(|o| o == "help") || dry {
         return;
     }
     for v in a.values("endpoint-url") {
         push(&mut inv.destinations, v);
     }
     let words: Vec<&str> = ops.iter().take(4).map(String::as_str).collect();
-    let destructive_verb = |w: &str| {
-        matches!(
-            w,
-            "delete"
-                | "destroy"
-                | "purge"
-                | "remove"
-                | "rm"
-                | "rb"
-                | "del"
-                | "undeploy"
-                | "uninstall"
-                | "wipe"
-                | "terminate"
-                | "deletefile"
-                | "cleanup"
-                | "dedupe"
-                | "forget"
-                | "prune"
-                | "compact"
-                | "unpublish"
-        ) || w.starts_with("delete-")
-            || w.starts_with("batch-delete")
-            || w.starts_with("terminate-")
-            || w.starts_with("purge-")
-            || w.starts_with("deregister-")
-            || w.starts_with("delete_")
-            || w.ends_with(":delete")
-            || w.ends_with(":destroy")
-    };
+    let first = words.first().copied().unwrap_or("");
+    let second = words.get(1).copied().unwrap_or("");
     let hit = match name {
         "aws" => {
-            let service = words.first().copied().unwrap_or("");
-            let op = words.get(1).copied().unwrap_or("");
-            destructive_verb(op)
-                || service == "s3"
-                    && (matches!(op, "rm" | "rb" | "mv") || op == "sync" && a.flag("delete"))
+            destructive_verb(second)
+                || first == "s3"
+                    && (matches!(second, "rm" | "rb" | "mv")
+                        || second == "sync" && a.flag("delete"))
+                || first == "secretsmanager"
+                    && matches!(second, "update-secret" | "put-secret-value")
+                || first == "route53"
+                    && second == "change-resource-record-sets"
+                    && inv.words.iter().any(|w| {
+                        let w: String = w.chars().filter(|c| !c.is_whitespace()).collect();
+                        w.contains("\"Action\":\"DELETE\"")
+                    })
         }
-        "gsutil" => {
-            let op = words.first().copied().unwrap_or("");
-            matches!(op, "rm" | "rb") || op == "rsync" && a.flag("d")
-        }
+        "gsutil" => matches!(first, "rm" | "rb") || first == "rsync" && a.flag("d"),
         "azcopy" => {
-            let op = words.first().copied().unwrap_or("");
-            matches!(op, "remove" | "rm")
-                || op == "sync"
-                    && a.value("delete-destination")
+            matches!(first, "remove" | "rm")
+                || first == "sync"
+                    && (a
+                        .value("delete-destination")
                         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                        || ops.iter().any(|o| o == "true") && a.flag("delete-destination"))
         }
-        "rclone" => {
-            let op = words.first().copied().unwrap_or("");
-            matches!(
-                op,
-                "delete"
-                    | "deletefile"
-                    | "purge"
-                    | "cleanup"
-                    | "dedupe"
-                    | "move"
-                    | "moveto"
-                    | "sync"
-            )
-        }
+        "rclone" => matches!(
+            first,
+            "delete" | "deletefile" | "purge" | "cleanup" | "dedupe" | "move" | "moveto" | "sync"
+        ),
         "mc" => {
-            let op = words.first().copied().unwrap_or("");
-            matches!(op, "rb" | "rm")
-                || op == "mirror" && a.flag("remove")
-                || op == "admin"
+            matches!(first, "rb" | "rm")
+                || first == "mirror" && a.flag("remove")
+                || first == "admin"
                     && words
                         .iter()
                         .any(|w| destructive_verb(w) || *w == "disable" || *w == "unset")
         }
-        "s3cmd" => {
-            matches!(words.first().copied().unwrap_or(""), "del" | "rm" | "rb")
-                || a.flag("delete-removed")
-        }
+        "s3cmd" => matches!(first, "del" | "rm" | "rb") || a.flag("delete-removed"),
         "gh" | "glab" | "hub" => {
             if a.value("X")
                 .is_some_and(|m| m.eq_ignore_ascii_case("DELETE"))
@@ -1785,8 +1827,47 @@ fn cloud(inv: &mut Invocation, name: &str, a: &crate::argv::Argv) {
                 inv.fact("shell.http_delete");
                 true
             } else {
-                words.len() >= 2 && destructive_verb(words[1])
+                destructive_verb(second)
             }
+        }
+        "vault" => {
+            words.iter().any(|w| destructive_verb(w) || *w == "disable")
+                || matches!(first, "kv") && matches!(second, "destroy" | "metadata")
+        }
+        "deck" => {
+            matches!(first, "reset" | "sync")
+                || first == "gateway" && matches!(second, "reset" | "sync")
+        }
+        "fastly" => words
+            .iter()
+            .any(|w| destructive_verb(w) || *w == "activate"),
+        "wrangler" => words.iter().any(|w| destructive_verb(w)),
+        "gitlab-runner" => first == "unregister",
+        "rabbitmqctl" => matches!(
+            first,
+            "delete_vhost"
+                | "forget_cluster_node"
+                | "reset"
+                | "force_reset"
+                | "delete_user"
+                | "clear_permissions"
+                | "purge_queue"
+                | "delete_queue"
+        ),
+        "kafka-topics" | "kafka-consumer-groups" | "kafka-configs" | "kafka-acls" => {
+            a.flag("delete")
+                || a.flag("reset-offsets")
+                || a.flag("remove")
+                || a.value("delete-config").is_some()
+                || a.flag("delete-config")
+        }
+        "kafka-delete-records" => true,
+        "splunk" => matches!(first, "remove" | "clean" | "delete"),
+        "restic" => {
+            matches!(first, "forget" | "prune")
+                || first == "key" && second == "remove"
+                || a.flag("remove-all")
+                || a.flag("cleanup")
         }
         "kubectl" | "helm" | "terraform" | "tofu" | "terragrunt" => false,
         _ => words.iter().any(|w| destructive_verb(w)),
@@ -1794,27 +1875,53 @@ fn cloud(inv: &mut Invocation, name: &str, a: &crate::argv::Argv) {
     if hit {
         inv.because(
             Cap::ExecIrreversible,
-            format!("{name} {} deletes cloud resources or data", words.join(" ")),
+            format!(
+                "{name} {} deletes remote resources or data",
+                words.join(" ")
+            ),
         );
     }
-    if matches!(name, "gh" | "glab")
-        && words.len() >= 2
-        && words[0] == "release"
-        && words[1] == "create"
-    {
+    if matches!(name, "gh" | "glab") && first == "release" && second == "create" {
         inv.because(
             Cap::ExecIrreversible,
             format!("{name} release create publishes a release"),
         );
     }
     if matches!(name, "pulumi" | "cdk" | "serverless" | "sls")
-        && words
-            .first()
-            .is_some_and(|w| *w == "destroy" || *w == "remove")
+        && matches!(first, "destroy" | "remove")
     {
         inv.because(
             Cap::ExecIrreversible,
-            format!("{name} {} destroys infrastructure", words[0]),
+            format!("{name} {first} destroys infrastructure"),
+        );
+    }
+    // Plaintext secret reads: the session then holds private data.
+    let secret_read = match name {
+        "aws" => matches!(
+            (first, second),
+            ("secretsmanager", "get-secret-value")
+                | (
+                    "ssm",
+                    "get-parameter" | "get-parameters" | "get-parameters-by-path"
+                )
+        ),
+        "gcloud" => first == "secrets" && second == "versions" && words.get(2) == Some(&"access"),
+        "az" => {
+            first == "keyvault"
+                && second == "secret"
+                && matches!(words.get(2).copied(), Some("show" | "download"))
+                || first == "storage" && second == "account" && words.get(2) == Some(&"keys")
+        }
+        "vault" => first == "read" || first == "kv" && second == "get",
+        "op" => first == "read" || matches!((first, second), ("item" | "document", "get")),
+        "doppler" => first == "secrets" && matches!(second, "get" | "download"),
+        _ => false,
+    };
+    if secret_read {
+        inv.fact("shell.secret_read");
+        inv.because(
+            Cap::FsRead,
+            format!("{name} {} reads a secret's plaintext", words.join(" ")),
         );
     }
 }

@@ -99,7 +99,20 @@ pub fn looks_like_command(text: &str) -> bool {
             || matches!(w, "|" | "||" | "&&" | ";" | ">" | ">>" | "<" | "2>&1")
             || w.starts_with("$(")
             || w.starts_with('`')
-    }) || rest.trim().is_empty() && (local || matches!(name.as_str(), "ls" | "pwd" | "whoami" | "env" | "id" | "ps" | "reboot" | "shutdown" | "halt" | "poweroff"))
+    }) || rest.trim().is_empty()
+        && (local
+            || matches!(
+                name.as_str(),
+                "ls" | "pwd"
+                    | "whoami"
+                    | "env"
+                    | "id"
+                    | "ps"
+                    | "reboot"
+                    | "shutdown"
+                    | "halt"
+                    | "poweroff"
+            ))
         || t.contains(" | ")
         || t.contains(" && ")
 }
@@ -175,8 +188,38 @@ fn finish(a: &mut Analysis) {
         a.caps.insert(Cap::ExecArbitrary);
         a.caps.insert(Cap::NetEgress);
     }
-    let leaks = a.has("shell.sensitive_read") || a.has("shell.env_dump");
-    if leaks && (a.caps.contains(Cap::NetEgress) || a.caps.contains(Cap::MsgSend)) {
+    // A secret read and a network send: by the same command when it read a local file or
+    // the environment (`curl -F f=@~/.aws/credentials`), or by another command on the line
+    // (a secret manager's CLI reads over the network itself; sending it on is the leak).
+    let sends = |i: &Invocation| i.caps.contains(Cap::NetEgress) || i.caps.contains(Cap::MsgSend);
+    // A command sends what it read when it uploads it or is a network client, a mailer or
+    // a copier; `terraform show state.tfstate` reads a secret but sends its API calls.
+    let sends_what_it_reads = |i: &Invocation| {
+        sends(i)
+            && (i.predicates.contains(&"shell.upload")
+                || i.predicates.contains(&"shell.dev_tcp")
+                || [
+                    programs::FETCHERS,
+                    programs::NET_CLIENTS,
+                    programs::MAILERS,
+                    programs::REMOTE_COPY,
+                ]
+                .iter()
+                .any(|l| l.contains(&i.name.as_str())))
+    };
+    let leaked = a.invocations.iter().enumerate().any(|(k, i)| {
+        let local = i.predicates.contains(&"shell.sensitive_read")
+            || i.predicates.contains(&"shell.env_dump");
+        let remote = i.predicates.contains(&"shell.secret_read");
+        (local && sends_what_it_reads(i))
+            || (local || remote)
+                && a.invocations
+                    .iter()
+                    .enumerate()
+                    .any(|(m, j)| m != k && sends(j))
+    }) || a.has("shell.dev_tcp")
+        && (a.has("shell.sensitive_read") || a.has("shell.env_dump"));
+    if leaked {
         a.fact("shell.secret_to_network");
     }
 }

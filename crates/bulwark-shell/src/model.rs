@@ -265,6 +265,18 @@ pub const PREDICATES: &[(&str, &str)] = &[
         "installs packages from a registry (their install scripts run)",
     ),
     (
+        "shell.remote_api",
+        "a CLI for a cloud, SaaS or cluster API (aws, gcloud, kubectl, gh, vault, …)",
+    ),
+    (
+        "shell.secret_read",
+        "reads a secret's plaintext from a secret manager (aws secretsmanager, vault, op, …)",
+    ),
+    (
+        "shell.pipe_to_network",
+        "another command's output is piped into something that sends it (ssh, nc, curl -d @-)",
+    ),
+    (
         "shell.privileged",
         "runs through sudo, doas, su, pkexec or runuser",
     ),

@@ -4,8 +4,13 @@
 
 /// Whether an operand should be read as a path.
 pub fn looks_like_path(s: &str) -> bool {
+    // `host:/etc` and `user@host:dir/` name another machine's files.
+    let remote = s.find(':').is_some_and(|c| {
+        s.find('/').is_none_or(|slash| c < slash) && !s[..c].contains(['$', '{'])
+    });
     !s.is_empty()
         && !s.contains("://")
+        && !remote
         && (s.starts_with(['/', '~', '.', '$']) || s.contains('/') || s == "*")
 }
 
@@ -169,7 +174,8 @@ pub fn is_sensitive(path: &str) -> bool {
         "/run/secrets/",
     ];
     let homed = home_relative(p);
-    if homed.starts_with("~/.ssh/") && (lower.ends_with(".pub") || lower.starts_with("known_hosts")) {
+    if homed.starts_with("~/.ssh/") && (lower.ends_with(".pub") || lower.starts_with("known_hosts"))
+    {
         return false;
     }
     DIRS.iter().any(|d| {

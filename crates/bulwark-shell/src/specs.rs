@@ -97,7 +97,10 @@ static TABLE: &[(&str, Spec)] = &[
         "az",
         s!(subcommands: 2, short_values: "ogn", long_values: &["subscription", "output", "query", "resource-group", "name"], aliases: &[("resource-group", "g"), ("name", "n"), ("output", "o")]),
     ),
-    ("azcopy", s!(subcommands: 1)),
+    (
+        "azcopy",
+        s!(subcommands: 1, long_values: &["delete-destination", "include-pattern", "exclude-pattern", "log-level", "cap-mbps", "from-to"]),
+    ),
     (
         "bash",
         s!(short_values: "oO", long_values: &["rcfile", "init-file"], options_first: true),
@@ -290,6 +293,10 @@ static TABLE: &[(&str, Spec)] = &[
         "iptables",
         s!(short_values: "tAIDRNXPLZjsdiopmgw", long_values: &["table", "append", "insert", "delete", "replace", "new-chain", "policy", "jump", "source", "destination", "in-interface", "out-interface", "protocol", "match", "goto", "dport", "sport", "to-destination", "to-source", "comment", "wait"], aliases: &[("flush", "F"), ("table", "t"), ("policy", "P"), ("delete-chain", "X")]),
     ),
+    (
+        "java",
+        s!(single_dash_long: true, long_values: &["jar", "cp", "classpath", "p", "module-path", "m", "module"], options_first: true),
+    ),
     ("kill", s!(short_values: "sn", long_values: &["signal"])),
     (
         "killall",
@@ -323,6 +330,7 @@ static TABLE: &[(&str, Spec)] = &[
         "nc",
         s!(short_values: "epcswiqIOTxXPbgGmMlo", long_values: &["exec", "sh-exec", "lua-exec", "proxy", "proxy-type", "proxy-auth", "source", "wait", "idle-timeout", "output", "hex-dump", "max-conns", "allow", "allowfile", "deny", "denyfile", "ssl-cert", "ssl-key", "ssl-trustfile", "ssl-ciphers", "ssl-servername", "ssl-alpn", "append-output", "send-only", "recv-only"], aliases: &[("exec", "e"), ("sh-exec", "c"), ("listen", "l")], digit_flags: true),
     ),
+    ("nginx", s!(short_values: "scegp")),
     (
         "nice",
         s!(short_values: "n", long_values: &["adjustment"], options_first: true),
@@ -424,6 +432,10 @@ static TABLE: &[(&str, Spec)] = &[
     (
         "ssh",
         s!(short_values: "BbcDEeFIiJLlmOoPpQRSWw", options_first: true, digit_flags: true),
+    ),
+    (
+        "ssh-keygen",
+        s!(short_values: "bCfFINOPRrstwZzTEaGjJKMSuVY"),
     ),
     ("sshpass", s!(short_values: "pfde", options_first: true)),
     (

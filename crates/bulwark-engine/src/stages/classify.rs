@@ -58,6 +58,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     if let Some(cmd) = command {
         let a = bulwark_shell::analyse(cmd);
         facts.merge(Facts::from(&a));
+        // SQL typed where a command goes still says what the agent means to run.
+        if bulwark_shell::looks_like_sql(cmd) {
+            let s = bulwark_shell::analyse_sql(cmd);
+            if !s.has("sql.unparsable") {
+                facts.merge(Facts::from(&s));
+            }
+        }
         ctx.commands = a.invocations;
         ctx.command_reasons = a.reasons.into_iter().map(|r| r.text).collect();
     } else if unknown {
@@ -131,7 +138,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     if let Some(d) = &call.destination {
         dests.push(d.clone());
     }
-    dests.append(&mut facts.destinations);
+    let command_dests = std::mem::take(&mut facts.destinations);
 
     // Paths.
     let mut paths: Vec<String> = Vec::new();
@@ -162,12 +169,47 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         .map(String::as_str)
         .collect();
     let internal_ok = &ctx.policy.destinations.internal_ok;
-    for text in dests {
+    let all = dests
+        .into_iter()
+        .map(|d| (d, false))
+        .chain(command_dests.into_iter().map(|d| (d, true)));
+    for (text, from_command) in all {
         if ctx.destinations.iter().any(|d| d.text == text) {
             continue;
         }
-        let assessment = bulwark_net::assess(&text, &schemes, |h| internal_ok.allows(h));
-        ctx.destinations.push(Dest { text, assessment });
+        let mut assessment = bulwark_net::assess(&text, &schemes, |h| internal_ok.allows(h));
+        if from_command {
+            // A command names hosts in its own syntax (`user@host`, `host:port`,
+            // `git@host:repo`) and speaks more protocols than a fetch tool (ssh, git,
+            // sftp, rsync). A URL that does not parse stays refused: the program may read a
+            // host out of it; `file:`, `gopher:`, `dict:` and the like stay refused too.
+            let url = text.contains("://");
+            match &assessment.finding {
+                Some(bulwark_net::SsrfFinding::Scheme(s))
+                    if COMMAND_SCHEMES.iter().any(|c| c.eq_ignore_ascii_case(s)) =>
+                {
+                    let with: Vec<&str> = schemes.iter().chain(COMMAND_SCHEMES).copied().collect();
+                    assessment = bulwark_net::assess(&text, &with, |h| internal_ok.allows(h));
+                }
+                Some(bulwark_net::SsrfFinding::Unparsable(_)) if !url => {
+                    assessment.finding = None
+                }
+                _ => {}
+            }
+            if let Some(bulwark_net::SsrfFinding::Internal { class, .. }) = &assessment.finding
+                && !command_internal_refused(*class)
+            {
+                assessment.finding = None;
+                if !ctx.predicates.contains(&"dest.internal") {
+                    ctx.predicates.push("dest.internal");
+                }
+            }
+        }
+        ctx.destinations.push(Dest {
+            text,
+            assessment,
+            from_command,
+        });
     }
     if !ctx.destinations.is_empty() {
         ctx.predicates.push("dest.any");
@@ -197,7 +239,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     }
 
     // Paths: reading a sensitive one means the session holds private data.
-    let sensitive = paths.iter().any(|p| ctx.policy.taint.is_sensitive_path(p));
+    let sensitive = paths.iter().any(|p| ctx.policy.taint.is_sensitive_path(p))
+        || ctx.predicates.contains(&"shell.sensitive_read")
+        || ctx.predicates.contains(&"shell.secret_read");
     if sensitive {
         ctx.predicates.push("path.sensitive");
         if ctx.caps.contains(Capability::FsRead) || ctx.caps.contains(Capability::ExecShell) {
@@ -264,6 +308,20 @@ fn unknown_tool(ctx: &mut Ctx<'_>) {
             "Ask the operator to add {name:?} to the policy's tools mapping."
         )),
     );
+}
+
+/// Protocols shell commands use besides the policy's web schemes.
+const COMMAND_SCHEMES: &[&str] = &[
+    "ssh", "git", "git+ssh", "ssh+git", "sftp", "ftp", "ftps", "rsync", "scp", "s3", "gs",
+];
+
+/// Hosts a shell command may not reach even though it runs on the user's machine:
+/// cloud metadata services (instance credentials) and names built to rebind to internal
+/// addresses. Loopback, private and intranet hosts are the user's own services when a
+/// command runs locally; they are reported as `dest.internal` for rules to use.
+fn command_internal_refused(class: bulwark_net::HostClass) -> bool {
+    use bulwark_net::HostClass as C;
+    matches!(class, C::Metadata | C::RebindingName | C::LinkLocal)
 }
 
 fn by_pointer<'v>(args: &'v Value, pointer: Option<&str>) -> Option<&'v str> {

@@ -115,12 +115,18 @@ fn command_matches(m: &CommandMatch, inv: &Invocation) -> bool {
     {
         return false;
     }
-    if (!m.args_any.is_empty() || !m.args_except.is_empty() || m.args_regex.is_some())
+    // `args_any`/`args_except` describe one operand; `args_regex` may be another
+    // (`service nginx stop`: the name and the action).
+    if (!m.args_any.is_empty() || !m.args_except.is_empty())
         && !rest.iter().any(|o| {
             (m.args_any.is_empty() || m.args_any.iter().any(|g| g.matches(o)))
                 && !m.args_except.iter().any(|g| g.matches(o))
-                && m.args_regex.as_ref().is_none_or(|re| re.is_match(o))
         })
+    {
+        return false;
+    }
+    if let Some(re) = &m.args_regex
+        && !rest.iter().any(|o| re.is_match(o))
     {
         return false;
     }

@@ -250,7 +250,11 @@ fn classify(st: &Statement, out: &mut SqlAnalysis) {
             push(out, "GRANT", Cap::DbAdmin);
             if matches!(g.privileges, Privileges::All { .. }) {
                 out.fact("sql.grant_all");
-                let on = g.objects.as_ref().map(|o| o.to_string()).unwrap_or_default();
+                let on = g
+                    .objects
+                    .as_ref()
+                    .map(|o| o.to_string())
+                    .unwrap_or_default();
                 if on.contains("*.*") {
                     out.fact("sql.grant_global");
                 }
