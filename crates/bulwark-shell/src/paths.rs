@@ -5,9 +5,9 @@
 /// Whether an operand should be read as a path.
 pub fn looks_like_path(s: &str) -> bool {
     // `host:/etc` and `user@host:dir/` name another machine's files.
-    let remote = s.find(':').is_some_and(|c| {
-        s.find('/').is_none_or(|slash| c < slash) && !s[..c].contains(['$', '{'])
-    });
+    let remote = s
+        .find(':')
+        .is_some_and(|c| s.find('/').is_none_or(|slash| c < slash) && !s[..c].contains(['$', '{']));
     !s.is_empty()
         && !s.contains("://")
         && !remote

@@ -42,6 +42,15 @@ pub enum Command {
     /// masked. Exit status: 0 when nothing of medium severity or above was found, 1 when
     /// something was, 2 on error.
     Scan(ScanArgs),
+    /// Analyse a shell command line (or SQL with --sql) the way the engine does.
+    ///
+    /// Prints every command the line runs after unwrapping (sudo, env, timeout, xargs,
+    /// find -exec, bash -c, eval, ssh, docker exec, here-documents, pipes into a shell),
+    /// with its normalised flags, what it reads, writes and reaches, its capabilities and
+    /// the reasons for them, the line's structural facts and any parse error. Exit status:
+    /// 0 when the line is neither irreversible nor arbitrary code, 1 when it is (or could
+    /// not be read), 2 on error.
+    Shell(ShellArgs),
     /// Write a commented starter policy (the built-in default, spelled out).
     Init(InitArgs),
     /// Validate, summarise and explain policies.
@@ -79,6 +88,20 @@ pub struct ScanArgs {
     /// The file to scan; standard input when absent or `-`.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+}
+
+/// `bulwark shell`.
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// Print the analysis as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Read the text as SQL instead of a shell command line.
+    #[arg(long)]
+    pub sql: bool,
+    /// The command line; standard input when absent or `-`.
+    #[arg(value_name = "TEXT")]
+    pub text: Option<String>,
 }
 
 /// `bulwark init`.

@@ -4,6 +4,7 @@
 //! bulwark check calls.jsonl            # decide JSON Lines of calls
 //! bulwark policy check bulwark.yaml    # validate a policy
 //! bulwark init                         # write a starter policy
+//! bulwark shell 'sudo rm -rf /'        # what a command line does
 //! ```
 
 mod check;
@@ -12,6 +13,7 @@ mod config;
 mod explain;
 mod line;
 mod scan;
+mod shell;
 
 use std::process::ExitCode;
 
@@ -35,6 +37,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Scan(args) => scan::run(&args),
+        Command::Shell(args) => shell::run(&args),
         Command::Init(args) => config::init(&args),
         Command::Policy(PolicyCommand::Check { file }) => config::policy_check(&file),
         Command::Policy(PolicyCommand::Explain { common, line }) => explain::run(&common, line),

@@ -268,11 +268,64 @@ fn explain_shows_every_stage() {
     assert!(s.contains("µs"));
 }
 
+/// The commands issue's "done when": destructive and evasive forms are blocked or sent to a
+/// human, their benign look-alikes pass. The file is also an example of `expect`.
+#[test]
+fn check_blocks_destructive_commands_and_allows_look_alikes() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/commands.jsonl");
+    let o = bulwark(&["check", file], "");
+    let out = lines(&o);
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        out.join("\n")
+    );
+    let total = std::fs::read_to_string(file).unwrap().lines().count();
+    assert_eq!(out.last().unwrap(), &format!("{total} passed, 0 failed"));
+    let blocked = out
+        .iter()
+        .filter(|l| l.contains(r#""decision":"block""#))
+        .count();
+    assert!(blocked >= 25, "{blocked}");
+}
+
+#[test]
+fn shell_explains_a_command_line() {
+    let o = bulwark(
+        &[
+            "shell",
+            "--json",
+            "timeout 5 sudo \\rm -r -f -- /tmp/../etc",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1), "irreversible lines exit 1");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rm = &v["commands"][0];
+    assert_eq!(rm["name"], "rm");
+    assert_eq!(rm["via"], serde_json::json!(["timeout", "sudo"]));
+    assert_eq!(rm["operands"], serde_json::json!(["/etc"]));
+    assert_eq!(v["irreversible"][0], "rm -r -f on /etc");
+    let o = bulwark(&["shell", "git status"], "");
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1. git status"));
+    let o = bulwark(&["shell", "--sql", "--json"], "DELETE FROM t WHERE 1=1");
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["predicates"][0], "sql.delete_without_where");
+    let o = bulwark(&["shell", "echo 'unterminated"], "");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("could not be analysed"));
+}
+
 #[test]
 fn help_exists_for_every_command() {
     for args in [
         &["--help"][..],
         &["check", "--help"],
+        &["scan", "--help"],
+        &["shell", "--help"],
         &["init", "--help"],
         &["policy", "--help"],
         &["policy", "check", "--help"],

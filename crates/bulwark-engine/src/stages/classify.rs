@@ -191,9 +191,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
                     let with: Vec<&str> = schemes.iter().chain(COMMAND_SCHEMES).copied().collect();
                     assessment = bulwark_net::assess(&text, &with, |h| internal_ok.allows(h));
                 }
-                Some(bulwark_net::SsrfFinding::Unparsable(_)) if !url => {
-                    assessment.finding = None
-                }
+                Some(bulwark_net::SsrfFinding::Unparsable(_)) if !url => assessment.finding = None,
                 _ => {}
             }
             if let Some(bulwark_net::SsrfFinding::Internal { class, .. }) = &assessment.finding
