@@ -270,6 +270,7 @@ pub(crate) fn compile(
         destinations,
         taint,
         sequences,
+        rule_index: RuleIndex::new(&rules),
         rules,
         scoring,
         on_error,
@@ -429,7 +430,9 @@ fn rule(r: &schema::RuleEntry, origin: &str, issues: &mut Issues) -> Option<Rule
         .scope
         .as_ref()
         .map_or_else(|| vec![RuleScope::ToolCall], |s| s.0.clone());
+    let needs = Needs::of(&condition);
     Some(Rule {
+        needs,
         id: id.clone(),
         severity: r.severity,
         points: r.points.unwrap_or_else(|| default_points(r.severity)),
@@ -581,12 +584,19 @@ fn command(c: &schema::CommandEntry, at: Location, issues: &mut Issues) -> Comma
             .map(|f| f.value.trim_start_matches('-').to_string())
             .collect()
     };
+    let all_names: Vec<Glob> = c
+        .name
+        .as_ref()
+        .map(|n| globs(n, issues))
+        .unwrap_or_default();
+    let (literal, wild): (Vec<Glob>, Vec<Glob>) = all_names.into_iter().partition(Glob::is_literal);
+    let mut literal_names: Vec<String> =
+        literal.iter().map(|g| g.as_str().to_lowercase()).collect();
+    literal_names.sort();
+    literal_names.dedup();
     let mut out = CommandMatch {
-        names: c
-            .name
-            .as_ref()
-            .map(|n| globs(n, issues))
-            .unwrap_or_default(),
+        literal_names,
+        names: wild,
         sub: Vec::new(),
         flags_any: flags(&c.flags_any),
         flags_all: flags(&c.flags_all),

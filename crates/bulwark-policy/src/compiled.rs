@@ -43,6 +43,8 @@ pub struct Policy {
     pub sequences: Vec<Sequence>,
     /// Rules, packs first, then the file's own.
     pub rules: Vec<Rule>,
+    /// Which rules can match a call, by the programs it runs and the predicates it holds.
+    pub rule_index: RuleIndex,
     /// Scoring.
     pub scoring: ScoringPolicy,
     /// Actions for fail-closed reason codes.
@@ -348,6 +350,134 @@ pub struct Rule {
     pub safer_alternative: Option<String>,
     /// The pack or file it came from.
     pub origin: String,
+    /// What the call must have before the condition can hold; `None`: anything may match.
+    pub needs: Option<Needs>,
+}
+
+/// Rules by what they need ([`Needs`]): a call gathers its candidates with one lookup per
+/// program and predicate, instead of testing every rule.
+#[derive(Clone, Debug, Default)]
+pub struct RuleIndex {
+    /// Program → rules that need it.
+    pub by_program: std::collections::HashMap<String, Vec<usize>>,
+    /// Predicate → rules that need it.
+    pub by_predicate: std::collections::HashMap<String, Vec<usize>>,
+    /// Rules that need the call to write a file.
+    pub writing: Vec<usize>,
+    /// Rules with no requirement: tested on every call.
+    pub always: Vec<usize>,
+}
+
+impl RuleIndex {
+    /// Indexes `rules`.
+    pub fn new(rules: &[Rule]) -> RuleIndex {
+        let mut out = RuleIndex::default();
+        for (i, r) in rules.iter().enumerate() {
+            match &r.needs {
+                None => out.always.push(i),
+                Some(n) => {
+                    if n.writes {
+                        out.writing.push(i);
+                    }
+                    for p in &n.programs {
+                        out.by_program.entry(p.clone()).or_default().push(i);
+                    }
+                    for p in &n.predicates {
+                        out.by_predicate.entry(p.clone()).or_default().push(i);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The rules that can match a call with these programs and predicates, in policy
+    /// order.
+    pub fn candidates<'a>(
+        &self,
+        programs: impl Iterator<Item = &'a str>,
+        predicates: &[&str],
+        writes: bool,
+    ) -> Vec<usize> {
+        let mut out = self.always.clone();
+        if writes {
+            out.extend(&self.writing);
+        }
+        for p in programs {
+            if let Some(v) = self.by_program.get(p) {
+                out.extend(v);
+            }
+        }
+        for p in predicates {
+            if let Some(v) = self.by_predicate.get(*p) {
+                out.extend(v);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// A cheap test that rules out most rules before their conditions run: the call runs one of
+/// `programs` or holds one of `predicates`. Derived from the condition when it is compiled;
+/// it never excludes a call the condition would match.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Program names, lower case, sorted.
+    pub programs: Vec<String>,
+    /// Predicate names.
+    pub predicates: Vec<String>,
+    /// Or: a command writes a file.
+    pub writes: bool,
+}
+
+impl Needs {
+    /// The requirement of a condition tree, when it has one.
+    pub fn of(c: &Condition) -> Option<Needs> {
+        match c {
+            // Every child must hold, so any one child's requirement will do: the narrowest.
+            Condition::All(cs) => cs
+                .iter()
+                .filter_map(Needs::of)
+                .min_by_key(|n| n.programs.len() + n.predicates.len() + usize::from(n.writes) * 50),
+            // One child must hold: all of them need a requirement, and the union is it.
+            Condition::Any(cs) => {
+                let mut out = Needs::default();
+                for c in cs {
+                    let n = Needs::of(c)?;
+                    out.programs.extend(n.programs);
+                    out.predicates.extend(n.predicates);
+                    out.writes |= n.writes;
+                }
+                out.programs.sort();
+                out.programs.dedup();
+                out.predicates.sort();
+                out.predicates.dedup();
+                Some(out)
+            }
+            Condition::Command(m) if m.names.is_empty() && !m.literal_names.is_empty() => {
+                Some(Needs {
+                    programs: m.literal_names.clone(),
+                    ..Needs::default()
+                })
+            }
+            // Command-level predicates also hold for the whole call.
+            Condition::Command(m) if !m.predicates.is_empty() => Some(Needs {
+                predicates: m.predicates.clone(),
+                ..Needs::default()
+            }),
+            Condition::Command(m) if !m.writes_any.is_empty() => Some(Needs {
+                writes: true,
+                ..Needs::default()
+            }),
+            Condition::Predicate(p) => Some(Needs {
+                predicates: vec![p.clone()],
+                ..Needs::default()
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// A rule's condition tree.
@@ -380,10 +510,30 @@ pub enum Condition {
     Command(Box<CommandMatch>),
 }
 
+impl CommandMatch {
+    /// Whether the condition names programs at all.
+    pub fn any_name(&self) -> bool {
+        self.literal_names.is_empty() && self.names.is_empty()
+    }
+
+    /// Whether `name` (lower case) is one of the programs.
+    pub fn names_match(&self, name: &str) -> bool {
+        self.any_name()
+            || self
+                .literal_names
+                .binary_search_by(|n| n.as_str().cmp(name))
+                .is_ok()
+            || self.names.iter().any(|g| g.matches(name))
+    }
+}
+
 /// A compiled `command:` condition (see [`crate::schema::CommandEntry`]).
 #[derive(Clone, Debug, Default)]
 pub struct CommandMatch {
-    /// Program globs (empty: any).
+    /// Program names without wildcards, lower case and sorted (binary-searched: most rules
+    /// name their programs literally, and rules run on every call).
+    pub literal_names: Vec<String>,
+    /// Program globs with wildcards. Both empty: any program.
     pub names: Vec<Glob>,
     /// Subcommand prefixes, one glob per word (empty: any).
     pub sub: Vec<Vec<Glob>>,

@@ -153,7 +153,8 @@ fn print_analysis(a: &Analysis) {
             ("writes", &i.writes),
             ("reaches", &i.destinations),
         ] {
-            if !v.is_empty() && !(what == "operands" && sub == list(v)) {
+            let only_the_subcommand = what == "operands" && sub == list(v);
+            if !v.is_empty() && !only_the_subcommand {
                 println!("     {what}: {}", list(v));
             }
         }

@@ -86,7 +86,7 @@ fn eval(c: &Condition, s: &Subject<'_>, hit: &mut Hit) -> bool {
 
 /// Whether one command satisfies every field of a `command:` condition.
 fn command_matches(m: &CommandMatch, inv: &Invocation) -> bool {
-    if !m.names.is_empty() && !m.names.iter().any(|g| g.matches(&inv.name)) {
+    if !m.names_match(&inv.name) {
         return false;
     }
     let mut rest: &[String] = &inv.args;
@@ -220,7 +220,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             strings: std::cell::OnceCell::new(),
             taint,
         };
-        for rule in policy.rules.iter().filter(|r| applies(r, direction)) {
+        let candidates = policy.rule_index.candidates(
+            ctx.commands.iter().map(|i| i.name.as_str()),
+            &ctx.predicates,
+            ctx.commands.iter().any(|i| !i.writes.is_empty()),
+        );
+        for rule in candidates
+            .into_iter()
+            .filter_map(|i| policy.rules.get(i))
+            .filter(|r| applies(r, direction))
+        {
             let mut hit = None;
             if eval(&rule.condition, &subject, &mut hit) {
                 matched.push((rule, hit));

@@ -196,6 +196,72 @@ pub(crate) fn analyse(sql: &str) -> Result<Facts, &'static str> {
     Ok(facts)
 }
 
+/// Whether the text is one plain read: a single `SELECT`/`SHOW`/`EXPLAIN`/`VALUES`/`WITH`
+/// statement with balanced parentheses and no word anywhere (outside literals and comments)
+/// that could write, change structure, reach files or run something. Returns its first
+/// keyword.
+pub(crate) fn plain_read(sql: &str) -> Option<&'static str> {
+    const FIRST: &[&str] = &[
+        "SELECT", "SHOW", "EXPLAIN", "DESCRIBE", "DESC", "VALUES", "WITH",
+    ];
+    const RISKY: &[&str] = &[
+        "INTO",
+        "DELETE",
+        "UPDATE",
+        "INSERT",
+        "MERGE",
+        "UPSERT",
+        "REPLACE",
+        "DROP",
+        "TRUNCATE",
+        "ALTER",
+        "GRANT",
+        "REVOKE",
+        "COPY",
+        "CREATE",
+        "CALL",
+        "EXEC",
+        "EXECUTE",
+        "DO",
+        "LOAD",
+        "LOCK",
+        "SET",
+        "OUTFILE",
+        "DUMPFILE",
+        "PROGRAM",
+        "ATTACH",
+        "DETACH",
+        "PRAGMA",
+        "VACUUM",
+        "ANALYZE",
+        "COMMENT",
+        "RENAME",
+        "KILL",
+        "SHUTDOWN",
+        "HANDLER",
+        "PREPARE",
+        "DEALLOCATE",
+    ];
+    let statements = tokenize(sql).ok()?;
+    let [st] = statements.as_slice() else {
+        return None;
+    };
+    let first = FIRST.iter().find(|k| st.first().is_some_and(|t| t.is(k)))?;
+    let mut depth = 0i32;
+    for t in st {
+        match t {
+            Tok::Punct(b'(') => depth += 1,
+            Tok::Punct(b')') => depth -= 1,
+            Tok::Word(_) if RISKY.iter().chain(FILE_FUNCTIONS).any(|k| t.is(k)) => return None,
+            _ => {}
+        }
+        if depth < 0 {
+            return None;
+        }
+    }
+    (depth == 0).then_some(*first)
+}
+
 /// Whether a statement calls a function that reads or writes the server's files.
 pub(crate) fn touches_files(sql: &str) -> bool {
     let Ok(statements) = tokenize(sql) else {

@@ -1,0 +1,128 @@
+//! Command analysis cost: typical agent commands, lines built to be hard, and SQL.
+//!
+//! The baseline, run in the same process, is a single pass of the regex set a text-matching
+//! guard would use (APERION-style patterns over the raw line) — what Bulwark replaces — so
+//! the ratio says what parsing costs over grepping on this machine today.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use regex::RegexSet;
+use std::hint::black_box;
+
+const TYPICAL: &[(&str, &str)] = &[
+    ("git_status", "git status"),
+    ("ls", "ls -la src/"),
+    (
+        "test_pipeline",
+        "cargo test -p bulwark-shell 2>&1 | tail -n 40",
+    ),
+    (
+        "wrapped_rm",
+        "timeout 30 sudo -u deploy env -i PATH=/usr/bin rm -rf /var/app/releases/old",
+    ),
+    (
+        "curl_sh",
+        "curl -fsSL https://get.example.com/install.sh | bash -s -- --yes",
+    ),
+    (
+        "heredoc_python",
+        "python3 <<'EOF'\nimport json, sys\nprint(json.dumps({'ok': True}))\nEOF",
+    ),
+    (
+        "compound",
+        "cd web && npm ci && npm run build && rsync -az --delete dist/ deploy@web1.example.com:/srv/www/",
+    ),
+    (
+        "sql_client",
+        "psql -h db.internal -U app -c \"UPDATE accounts SET active = false WHERE last_login < now() - interval '1 year'\"",
+    ),
+];
+
+fn baseline() -> RegexSet {
+    RegexSet::new([
+        r"\brm\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+(/|~|\$HOME)",
+        r"\bgit\s+push\s+.*(--force|-f\b)",
+        r"\bgit\s+reset\s+--hard",
+        r"\bgit\s+clean\s+-[a-zA-Z]*f",
+        r"\bdd\s+if=.*of=/dev/",
+        r"\bmkfs(\.\w+)?\s",
+        r"(curl|wget)[^|]*\|\s*(sudo\s+)?(ba|z)?sh\b",
+        r"(?i)\bdrop\s+(database|schema|table)\b",
+        r"(?i)\bdelete\s+from\s+\w+\s*;?\s*$",
+        r"(?i)\btruncate\s+table\b",
+        r"\bchmod\s+(-R\s+)?777\b",
+        r"\bnc\s+.*-e\s+/bin/(ba)?sh",
+        r"/dev/tcp/",
+        r"\bkubectl\s+delete\s+(ns|namespace)\b",
+        r"\bterraform\s+destroy\b",
+        r"\bdocker\s+system\s+prune\b",
+    ])
+    .unwrap()
+}
+
+fn typical(c: &mut Criterion) {
+    let set = baseline();
+    let mut g = c.benchmark_group("typical");
+    for (name, line) in TYPICAL {
+        g.bench_with_input(BenchmarkId::new("analyse", name), line, |b, l| {
+            b.iter(|| bulwark_shell::analyse(black_box(l)))
+        });
+        g.bench_with_input(BenchmarkId::new("regex_baseline", name), line, |b, l| {
+            b.iter(|| set.matches(black_box(l)))
+        });
+    }
+    g.finish();
+}
+
+fn hostile(c: &mut Criterion) {
+    let mut g = c.benchmark_group("hostile");
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "nested_subst_40",
+            format!("{}x{}", "$(echo ".repeat(40), ")".repeat(40)),
+        ),
+        ("pipeline_200", vec!["cat f"; 200].join(" | ")),
+        ("list_500", vec!["true"; 500].join(" && ")),
+        ("quotes_4k", format!("echo {}", "'a'\"b\"".repeat(700))),
+        ("long_word_32k", format!("echo {}", "a".repeat(32_000))),
+        (
+            "eval_chain_12",
+            format!("{}rm -rf /tmp/x", "eval ".repeat(12)),
+        ),
+        ("unbalanced_16k", "$(".repeat(8_000)),
+    ];
+    for (name, line) in &cases {
+        g.bench_with_input(BenchmarkId::new("analyse", name), line, |b, l| {
+            b.iter(|| bulwark_shell::analyse(black_box(l)))
+        });
+    }
+    g.finish();
+}
+
+fn sql(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sql");
+    let cases = [
+        (
+            "select",
+            "SELECT id, name FROM users WHERE org_id = 42 ORDER BY name LIMIT 50",
+        ),
+        (
+            "delete_tautology",
+            "DELETE FROM users WHERE id = 7 OR 1 = 1",
+        ),
+        (
+            "cte_update",
+            "WITH stale AS (SELECT id FROM sessions WHERE seen < now() - interval '30 days') UPDATE sessions SET revoked = true WHERE id IN (SELECT id FROM stale)",
+        ),
+        ("unparsable", "DROP DATABASE prod WITH (FORCE) garbage ("),
+    ];
+    for (name, text) in cases {
+        g.bench_with_input(BenchmarkId::new("analyse_sql", name), text, |b, t| {
+            b.iter(|| bulwark_shell::analyse_sql(black_box(t)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, typical, hostile, sql);
+criterion_main!(benches);
