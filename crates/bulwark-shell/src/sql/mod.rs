@@ -283,8 +283,14 @@ fn classify(st: &Statement, out: &mut SqlAnalysis) {
             }
         }
         S::Copy { to, target, .. } => {
-            let server_side =
-                matches!(target, CopyTarget::Program { .. } | CopyTarget::File { .. });
+            // `/dev/stdout` and `/dev/stdin` are the client's own streams, not server files.
+            let server_side = match target {
+                CopyTarget::Program { .. } => true,
+                CopyTarget::File { filename } => {
+                    !matches!(filename.as_str(), "/dev/stdout" | "/dev/stdin" | "/dev/stderr")
+                }
+                _ => false,
+            };
             push(
                 out,
                 if *to { "COPY TO" } else { "COPY FROM" },
@@ -475,6 +481,7 @@ mod tests {
         assert!(preds("COPY t TO PROGRAM 'curl x'").contains(&"sql.file_access"));
         assert!(preds("COPY t FROM '/etc/passwd'").contains(&"sql.file_access"));
         assert!(!preds("COPY t FROM STDIN").contains(&"sql.file_access"));
+        assert!(!preds("COPY t TO '/dev/stdout'").contains(&"sql.file_access"));
         assert!(preds("LOAD DATA INFILE '/etc/passwd' INTO TABLE t").contains(&"sql.file_access"));
         assert!(preds("SELECT * FROM t INTO OUTFILE '/tmp/x'").contains(&"sql.file_access"));
         assert!(preds("SELECT pg_read_file('/etc/passwd')").contains(&"sql.file_access"));
