@@ -565,6 +565,27 @@ impl Walker {
     }
 
     fn dynamic_command(&mut self, words: Vec<W>, ctx: &Ctx, io: Io) -> Output {
+        // `$(echo rm) -rf /`: the command word is printed by a command whose output is
+        // known, and split into words the way the shell would.
+        if let Some(t) = known_text(&words[0])
+            && words[0].dynamic
+            && ctx.nesting < MAX_NESTING
+        {
+            let mut split: Vec<W> = t
+                .split_whitespace()
+                .map(|s| W {
+                    text: s.to_string(),
+                    dynamic: false,
+                    from: Output::Nothing,
+                })
+                .collect();
+            if !split.is_empty() {
+                split.extend(words.into_iter().skip(1));
+                let mut inner = ctx.with("$(…)");
+                inner.nesting += 1;
+                return self.invoke(split, inner, Stdin::Tty, io, &[]);
+            }
+        }
         let first = &words[0];
         let mut inv = self.base(&first.text, &words, ctx);
         inv.name = first.text.clone();
@@ -611,11 +632,18 @@ impl Walker {
         match fam.as_str() {
             _ if p::SHELLS.contains(&name.as_str()) => self.shell(inv, words, &ctx, stdin, io),
             "eval" => {
-                let dynamic = words[1..].iter().any(|w| w.dynamic);
+                let known: Option<Vec<String>> = words[1..].iter().map(known_text).collect();
                 let from = words[1..]
                     .iter()
                     .fold(Output::Nothing, |a, w| a.then(w.from.clone()));
-                if dynamic || words.len() < 2 {
+                if let (Some(parts), true) = (&known, words.len() >= 2) {
+                    // Literal, or printed by commands whose output is known
+                    // (`eval "$(echo cm0gLXJmIC8= | base64 -d)"`).
+                    let text = parts.join(" ");
+                    self.finish(inv, &stdin, &io, &ctx);
+                    return self.nested(&text, &ctx.with("eval"), stdin);
+                }
+                if known.is_none() || words.len() < 2 {
                     inv.fact("shell.eval_dynamic");
                     inv.because(Cap::ExecArbitrary, "eval runs text known only at run time");
                     self.note_origin(&mut inv, &from);
@@ -890,6 +918,10 @@ impl Walker {
                 inv.because(Cap::ExecArbitrary, format!("{name} -c without a command"));
                 return self.finish(inv, &stdin, &io, ctx);
             };
+            if let (true, Some(text)) = (code.dynamic, known_text(code)) {
+                self.finish(inv, &Stdin::Tty, &io, ctx);
+                return self.nested(&text, &ctx.with(format!("{name} -c")), stdin);
+            }
             if code.dynamic {
                 inv.fact("shell.eval_dynamic");
                 inv.because(
@@ -1279,6 +1311,18 @@ fn pseudo(name: &str, io: &Io, ctx: &Ctx) -> Invocation {
     classify::apply_io(&mut inv, io);
     classify::classify(&mut inv, &Stdin::Tty);
     inv
+}
+
+/// A word's value when it is known before run time: literal text, or exactly one command
+/// substitution whose output is known (`$(echo rm)`, `$(echo … | base64 -d)`).
+fn known_text(w: &W) -> Option<String> {
+    if !w.dynamic {
+        return Some(w.text.clone());
+    }
+    match &w.from {
+        Output::Literal(t) if w.text == "$(…)" => Some(t.trim_end_matches('\n').to_string()),
+        _ => None,
+    }
 }
 
 fn is_assignment(w: &str) -> bool {

@@ -101,6 +101,9 @@ fn wrappers_are_unwrapped() {
         "echo 'rm -rf /' | at now",
         "xargs rm -rf <<< /",
         "echo / | xargs rm -rf",
+        "eval \"$(echo cm0gLXJmIC8= | base64 -d)\"",
+        "bash -c \"$(echo 'rm -rf /')\"",
+        "$(echo rm) -rf /",
     ] {
         rm_rf(line, "/");
     }

@@ -286,9 +286,10 @@ fn classify(st: &Statement, out: &mut SqlAnalysis) {
             // `/dev/stdout` and `/dev/stdin` are the client's own streams, not server files.
             let server_side = match target {
                 CopyTarget::Program { .. } => true,
-                CopyTarget::File { filename } => {
-                    !matches!(filename.as_str(), "/dev/stdout" | "/dev/stdin" | "/dev/stderr")
-                }
+                CopyTarget::File { filename } => !matches!(
+                    filename.as_str(),
+                    "/dev/stdout" | "/dev/stdin" | "/dev/stderr"
+                ),
                 _ => false,
             };
             push(
