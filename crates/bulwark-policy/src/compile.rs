@@ -602,6 +602,7 @@ fn command(c: &schema::CommandEntry, at: Location, issues: &mut Issues) -> Comma
         flags_all: flags(&c.flags_all),
         flags_none: flags(&c.flags_none),
         options: Vec::new(),
+        options_none: Vec::new(),
         args_any: paths(&c.args_any, issues),
         args_except: paths(&c.args_except, issues),
         args_regex: c.args_regex.as_ref().and_then(|r| regex(r, issues)),
@@ -644,6 +645,12 @@ fn command(c: &schema::CommandEntry, at: Location, issues: &mut Issues) -> Comma
                 .push((name.trim_start_matches('-').to_string(), re));
         }
     }
+    for (name, r) in c.options_none.iter().flatten() {
+        if let Some(re) = regex(r, issues) {
+            out.options_none
+                .push((name.trim_start_matches('-').to_string(), re));
+        }
+    }
     for p in c.predicates.iter().flatten() {
         if bulwark_shell::is_predicate(&p.value) {
             out.predicates.push(p.value.clone());
@@ -664,6 +671,7 @@ fn command(c: &schema::CommandEntry, at: Location, issues: &mut Issues) -> Comma
         c.flags_all.is_some(),
         c.flags_none.is_some(),
         c.options.is_some(),
+        c.options_none.is_some(),
         c.args_any.is_some(),
         c.args_regex.is_some(),
         c.writes_any.is_some(),

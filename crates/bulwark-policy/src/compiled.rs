@@ -545,6 +545,8 @@ pub struct CommandMatch {
     pub flags_none: Vec<String>,
     /// Option values.
     pub options: Vec<(String, Regex)>,
+    /// Option values that must not be given.
+    pub options_none: Vec<(String, Regex)>,
     /// Operand globs.
     pub args_any: Vec<PathGlob>,
     /// Operand exclusions.

@@ -455,6 +455,8 @@ pub struct CommandEntry {
     pub flags_none: Option<Vec<Spanned<String>>>,
     /// Options whose value matches a regex: `{X: "(?i)^delete$"}`.
     pub options: Option<std::collections::BTreeMap<String, Spanned<String>>>,
+    /// Options that must not have a matching value: `{dry-run: "^(client|server)$"}`.
+    pub options_none: Option<std::collections::BTreeMap<String, Spanned<String>>>,
     /// An operand (after the subcommand words) matches one of these path globs…
     pub args_any: Option<Vec<Spanned<String>>>,
     /// …and none of these.

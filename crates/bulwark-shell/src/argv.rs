@@ -102,10 +102,28 @@ fn truthy(v: &str) -> bool {
 /// assert!(g.flag("f"));
 /// ```
 pub fn parse(name: &str, words: &[&str]) -> Argv {
+    parse_as(name, words, false)
+}
+
+/// Parses a wrapper's words: its options end at its first operand, whether or not the
+/// wrapper is in the table (`nocache rm -rf /`: `-rf` belongs to `rm`).
+pub fn parse_options_first(name: &str, words: &[&str]) -> Argv {
+    parse_as(name, words, true)
+}
+
+fn parse_as(name: &str, words: &[&str], options_first: bool) -> Argv {
     let global = specs::lookup(name);
     // First pass with the program's own options finds the subcommand words; the second
     // parses everything with the subcommands' options added.
-    let first = parse_with(&[global], words, 0);
+    let mut first = parse_with(&[global], words, 0, options_first);
+    if name == "ssh" && first.operands.len() > 1 {
+        // OpenSSH reads options again after the host: `ssh host -t cmd`, `ssh host -R …`.
+        let tail: Vec<&str> = first.operands[1..].iter().map(String::as_str).collect();
+        let more = parse_with(&[global], &tail, 0, true);
+        first.opts.extend(more.opts);
+        first.operands.truncate(1);
+        first.operands.extend(more.operands);
+    }
     let mut remaining = global.map_or(0, |s| s.subcommands as usize);
     if remaining == 0 {
         return first;
@@ -126,7 +144,7 @@ pub fn parse(name: &str, words: &[&str]) -> Argv {
             remaining = s.subcommands as usize;
         }
     }
-    let mut out = parse_with(&chain, words, sub_len);
+    let mut out = parse_with(&chain, words, sub_len, options_first);
     out.sub_len = sub_len.min(out.operands.len());
     out
 }
@@ -157,10 +175,16 @@ fn single_dash_long(chain: &[Option<&Spec>]) -> bool {
 
 /// `sub_len`: options-first programs stop reading options after this many operands (the
 /// subcommand words), so `docker exec -it box cmd -x` keeps `-x` for `cmd`.
-fn parse_with(chain: &[Option<&Spec>], words: &[&str], sub_len: usize) -> Argv {
+fn parse_with(
+    chain: &[Option<&Spec>],
+    words: &[&str],
+    sub_len: usize,
+    options_first: bool,
+) -> Argv {
     let mut out = Argv::default();
     let mut i = 0;
-    let posix_stop = chain.iter().flatten().any(|s| s.options_first);
+    let posix_stop = options_first || chain.iter().flatten().any(|s| s.options_first);
+    let plus_options = chain.iter().flatten().any(|s| s.plus_options);
     while i < words.len() {
         let w = words[i];
         i += 1;
@@ -174,22 +198,24 @@ fn parse_with(chain: &[Option<&Spec>], words: &[&str], sub_len: usize) -> Argv {
             break;
         }
         if let Some(long) = w.strip_prefix("--") {
-            let (n, v) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (long, None),
-            };
-            let takes = v.is_none() && takes_value_long(chain, n);
-            let value = if takes {
-                let v = words.get(i).map(|s| s.to_string());
-                i += 1;
-                v
-            } else {
-                v
-            };
-            out.opts.push(Opt {
-                name: canonical(chain, n),
-                value,
-            });
+            out.opts.push(long_option(chain, long, words, &mut i));
+            continue;
+        }
+        if plus_options && let Some(plus) = w.strip_prefix('+').filter(|p| !p.is_empty()) {
+            // `bash +x`, `set +o history`: options turned off, named with their `+`.
+            for c in plus.chars() {
+                let value = if matches!(c, 'o' | 'O') {
+                    let v = words.get(i).map(|s| s.to_string());
+                    i += 1;
+                    v
+                } else {
+                    None
+                };
+                out.opts.push(Opt {
+                    name: format!("+{c}"),
+                    value,
+                });
+            }
             continue;
         }
         let Some(short) = w.strip_prefix('-') else {
@@ -213,21 +239,7 @@ fn parse_with(chain: &[Option<&Spec>], words: &[&str], sub_len: usize) -> Argv {
         }
         if single_dash_long(chain) || takes_value_long(chain, short) || is_alias(chain, short) {
             // `find -name x`, `java -jar x`, `openssl s_client -connect h:p`.
-            let (n, v) = match short.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (short, None),
-            };
-            let value = if v.is_none() && takes_value_long(chain, n) {
-                let v = words.get(i).map(|s| s.to_string());
-                i += 1;
-                v
-            } else {
-                v
-            };
-            out.opts.push(Opt {
-                name: canonical(chain, n),
-                value,
-            });
+            out.opts.push(long_option(chain, short, words, &mut i));
             continue;
         }
         // A cluster of one-letter flags; the first that takes a value takes the rest of the
@@ -265,6 +277,26 @@ fn parse_with(chain: &[Option<&Spec>], words: &[&str], sub_len: usize) -> Argv {
         }
     }
     out
+}
+
+/// `name`, `name=value` or `name value` (when the option takes a value); `i` is the index
+/// of the next word and moves past a value taken from it.
+fn long_option(chain: &[Option<&Spec>], text: &str, words: &[&str], i: &mut usize) -> Opt {
+    let (n, v) = match text.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_string())),
+        None => (text, None),
+    };
+    let value = if v.is_none() && takes_value_long(chain, n) {
+        let v = words.get(*i).map(|s| s.to_string());
+        *i += 1;
+        v
+    } else {
+        v
+    };
+    Opt {
+        name: canonical(chain, n),
+        value,
+    }
 }
 
 fn optional_value_short(chain: &[Option<&Spec>], c: char) -> bool {

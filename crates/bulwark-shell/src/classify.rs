@@ -55,16 +55,10 @@ fn push(v: &mut Vec<String>, s: &str) {
     }
 }
 
-/// `LD_PRELOAD` and friends load code into whatever runs next.
+/// `LD_PRELOAD` and friends load code into whatever runs next. (`LD_LIBRARY_PATH` only
+/// chooses where libraries come from, as builds and tests do.)
 pub(crate) fn is_loader_variable(name: &str) -> bool {
-    matches!(
-        name,
-        "LD_PRELOAD"
-            | "LD_LIBRARY_PATH"
-            | "LD_AUDIT"
-            | "DYLD_INSERT_LIBRARIES"
-            | "DYLD_LIBRARY_PATH"
-    )
+    matches!(name, "LD_PRELOAD" | "LD_AUDIT" | "DYLD_INSERT_LIBRARIES")
 }
 
 /// A variable assigned (or, with `unset`, removed) on the line.
@@ -172,6 +166,20 @@ pub(crate) fn sql_texts(inv: &Invocation, stdin: &Stdin) -> Vec<String> {
             .collect(),
         _ => Vec::new(),
     };
+    // Attached and clustered forms (`-c'DROP …'`, `-Xc '…'`) through the parsed options.
+    let parsed: &[&str] = match family(&inv.name) {
+        "psql" => &["c"],
+        "mysql" => &["e"],
+        "sqlite3" => &["cmd"],
+        _ => &[],
+    };
+    for key in parsed {
+        for v in inv.argv.values(key) {
+            if !out.iter().any(|o| o == v) {
+                out.push(v.to_string());
+            }
+        }
+    }
     if out.is_empty()
         && let Stdin::Text(t) | Stdin::Pipe(Output::Literal(t)) = stdin
     {
@@ -786,7 +794,11 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
             }
         }
         "mongosh" => {
-            if let Some(code) = a.value("eval") {
+            let from_input = match stdin {
+                Stdin::Text(t) | Stdin::Pipe(Output::Literal(t)) => Some(t.as_str()),
+                _ => None,
+            };
+            if let Some(code) = a.value("eval").or(from_input) {
                 inv.code = Some(code.to_string());
                 let f = crate::code::analyse(code, crate::code::Lang::Node);
                 for d in f.deletes {

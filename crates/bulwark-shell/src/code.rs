@@ -33,6 +33,9 @@ pub(crate) struct CodeFacts {
     pub fetch_exec: bool,
 }
 
+/// Command strings taken from one piece of code; more is reported, not silently dropped.
+pub(crate) const MAX_SHELL: usize = 64;
+
 /// The language of inline code, as far as command extraction cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Lang {
@@ -158,7 +161,7 @@ pub(crate) fn analyse(code: &str, lang: Lang) -> CodeFacts {
         &SHELL_CALL
     };
     if let Some(re) = calls.as_ref() {
-        for c in re.captures_iter(code).take(32) {
+        for c in re.captures_iter(code).take(MAX_SHELL + 1) {
             if let Some(list) = c.name("list") {
                 let words: Vec<String> = STRING
                     .as_ref()
@@ -179,7 +182,7 @@ pub(crate) fn analyse(code: &str, lang: Lang) -> CodeFacts {
     if lang == Lang::Backticks
         && let Some(re) = BACKTICK.as_ref()
     {
-        for c in re.captures_iter(code).take(32) {
+        for c in re.captures_iter(code).take(MAX_SHELL + 1) {
             if let Some(m) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)) {
                 f.shell.push(m.as_str().to_string());
             }

@@ -318,7 +318,7 @@ pub const PREDICATES: &[(&str, &str)] = &[
     ),
     (
         "shell.ld_preload",
-        "sets LD_PRELOAD or LD_LIBRARY_PATH for a command",
+        "sets LD_PRELOAD (or LD_AUDIT, DYLD_INSERT_LIBRARIES) for a command",
     ),
     (
         "shell.http_delete",

@@ -136,6 +136,20 @@ fn parse_exact(text: &str, original: &str) -> Result<Script, ParseError> {
     })
 }
 
+/// What one redirection node holds (see `Converter::redirect`).
+#[derive(Default)]
+struct RedirectParts {
+    redirects: Vec<Redirect>,
+    extra_words: Vec<Word>,
+    /// The rest of the line: how it joins (`&&`, or a pipe when the bool is set) and what.
+    continuation: Option<(ListOp, bool, Node)>,
+}
+
+/// `0>&1` read as a word after `>& /dev/tcp/h/p`: a descriptor duplication, not an argument.
+fn is_descriptor(w: &Word) -> bool {
+    !w.text.is_empty() && w.text.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// tree-sitter-bash reads `x | y | z && w` as `x | (y | z && w)`; bash means
 /// `(x | y | z) && w`. A list or pipeline can only be a pipeline stage through that misreading
 /// (a real one needs braces or parentheses), so it is re-associated here.
@@ -408,7 +422,15 @@ impl Converter<'_> {
             match c.kind() {
                 "variable_assignment" => cmd.assignments.push(self.assignment(c)?),
                 "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
-                    cmd.redirects.push(self.redirect(c)?)
+                    let r = self.redirect(c)?;
+                    cmd.redirects.extend(r.redirects);
+                    cmd.words.extend(r.extra_words);
+                    if r.continuation.is_some() {
+                        return Err(ParseError::Syntax {
+                            at: c.start_byte(),
+                            what: "a command continues inside a here-document".into(),
+                        });
+                    }
                 }
                 "command_name" => {
                     let inner = Self::named(c).into_iter().next().unwrap_or(c);
@@ -473,31 +495,22 @@ impl Converter<'_> {
     fn redirected(&mut self, n: TsNode<'_>) -> Result<Node, ParseError> {
         let body = n.child_by_field_name("body");
         let mut redirects = Vec::new();
-        let mut continuation: Option<Node> = None;
+        let mut extra: Vec<Word> = Vec::new();
+        let mut continuation: Option<(ListOp, bool, Node)> = None;
         for c in Self::named(n) {
             if Some(c) == body {
                 continue;
             }
-            match c.kind() {
-                "file_redirect" | "herestring_redirect" => redirects.push(self.redirect(c)?),
-                "heredoc_redirect" => {
-                    redirects.push(self.redirect(c)?);
-                    // `cat <<EOF | sh`: tree-sitter hangs the rest of the line off the here-doc.
-                    for s in Self::named(c) {
-                        if !matches!(
-                            s.kind(),
-                            "heredoc_start"
-                                | "heredoc_body"
-                                | "heredoc_end"
-                                | "file_redirect"
-                                | "file_descriptor"
-                        ) && let Some(st) = self.statement(s)?
-                        {
-                            continuation = Some(st);
-                        }
-                    }
+            if matches!(
+                c.kind(),
+                "file_redirect" | "herestring_redirect" | "heredoc_redirect"
+            ) {
+                let r = self.redirect(c)?;
+                redirects.extend(r.redirects);
+                extra.extend(r.extra_words);
+                if r.continuation.is_some() {
+                    continuation = r.continuation;
                 }
-                _ => {}
             }
         }
         let inner = match body {
@@ -506,30 +519,46 @@ impl Converter<'_> {
         };
         let node = match inner {
             Node::Command(mut cmd) => {
+                // `rm 2>/dev/null -rf ~`: tree-sitter hangs the words after a redirection
+                // on the redirection; they are the command's arguments.
+                cmd.words.extend(extra);
                 cmd.redirects.extend(redirects);
                 Node::Command(cmd)
+            }
+            _ if !extra.is_empty() => {
+                return Err(ParseError::Syntax {
+                    at: n.start_byte(),
+                    what: "words after a redirection of a compound command".into(),
+                });
             }
             other if redirects.is_empty() => other,
             other => Node::Redirected(Box::new(other), redirects),
         };
         Ok(match continuation {
-            Some(Node::Pipeline(stages)) => {
+            // `cat <<EOF | sh`: tree-sitter hangs the rest of the line off the here-doc.
+            Some((_, true, Node::Pipeline(stages))) => {
                 let mut all = vec![node];
                 all.extend(stages);
-                Node::Pipeline(all)
+                pipeline_of(all)
             }
-            Some(Node::Command(c)) => Node::Pipeline(vec![node, Node::Command(c)]),
-            Some(other) => Node::List(Box::new(node), ListOp::Seq, Box::new(other)),
+            Some((_, true, other)) => pipeline_of(vec![node, other]),
+            Some((op, false, other)) => Node::List(Box::new(node), op, Box::new(other)),
             None => node,
         })
     }
 
-    fn redirect(&mut self, n: TsNode<'_>) -> Result<Redirect, ParseError> {
+    /// One redirection node. A here-document node can also carry, in tree-sitter's tree,
+    /// further redirections of the same command (`cat <<EOF >> f`) and the rest of the line
+    /// after it (`psql <<EOF && true`, `cat <<EOF | sh`); a file redirection can carry the
+    /// command's next words (`rm 2>/dev/null -rf ~`).
+    fn redirect(&mut self, n: TsNode<'_>) -> Result<RedirectParts, ParseError> {
         let mut fd = None;
         let mut op = String::new();
         let mut target = Word::default();
         let mut body = None;
         let mut have_target = false;
+        let mut out = RedirectParts::default();
+        let mut joiner: Option<(ListOp, bool)> = None;
         let count = n.child_count();
         for i in 0..count {
             let Some(c) = n.child(i) else { continue };
@@ -543,16 +572,45 @@ impl Converter<'_> {
                     );
                 }
                 "heredoc_body" => body = Some(self.word(c)?),
-                "heredoc_end" | "pipeline" | "list" | "command" | "redirected_statement" => {}
+                "heredoc_end" => {}
+                "file_redirect" | "herestring_redirect" | "heredoc_redirect" => {
+                    let nested = self.redirect(c)?;
+                    out.redirects.extend(nested.redirects);
+                    out.extra_words.extend(nested.extra_words);
+                }
+                "pipeline"
+                | "list"
+                | "command"
+                | "redirected_statement"
+                | "subshell"
+                | "compound_statement"
+                | "if_statement"
+                | "while_statement"
+                | "for_statement"
+                | "negated_command" => {
+                    if let Some(st) = self.statement(c)? {
+                        // `| sh` arrives as a pipeline node holding the `|` itself.
+                        let (op, pipe) = joiner.unwrap_or((ListOp::Seq, c.kind() == "pipeline"));
+                        out.continuation = Some((op, pipe, st));
+                    }
+                }
                 _ if !c.is_named() => {
                     let t = match self.original.get(c.start_byte()..c.end_byte()) {
                         Some(b"<>") => "<>",
                         _ => self.text(c),
                     };
-                    if (op.is_empty() || op == "<<")
-                        && (t.starts_with('<') || t.starts_with('>') || t.starts_with('&'))
-                    {
-                        op = t.to_string();
+                    match t {
+                        "|" | "|&" => joiner = Some((ListOp::Seq, true)),
+                        "&&" => joiner = Some((ListOp::And, false)),
+                        "||" => joiner = Some((ListOp::Or, false)),
+                        ";" | "\n" => joiner = Some((ListOp::Seq, false)),
+                        "&" if !op.is_empty() => joiner = Some((ListOp::Background, false)),
+                        _ if op.is_empty()
+                            && (t.starts_with('<') || t.starts_with('>') || t.starts_with('&')) =>
+                        {
+                            op = t.to_string();
+                        }
+                        _ => {}
                     }
                 }
                 _ => {
@@ -561,20 +619,24 @@ impl Converter<'_> {
                         op = "<<<".into();
                         body = Some(w);
                     } else if !have_target {
-                        // tree-sitter sometimes hangs the next redirection's descriptor
-                        // (`>& /dev/tcp/h/p 0>&1`) on this one: the first word is the target.
                         target = w;
                         have_target = true;
+                    } else if !is_descriptor(&w) {
+                        out.extra_words.push(w);
                     }
                 }
             }
         }
-        Ok(Redirect {
-            op,
-            fd,
-            target,
-            body,
-        })
+        out.redirects.insert(
+            0,
+            Redirect {
+                op,
+                fd,
+                target,
+                body,
+            },
+        );
+        Ok(out)
     }
 
     /// Words appearing anywhere under `n`, for tests and arithmetic.

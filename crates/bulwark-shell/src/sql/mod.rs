@@ -130,10 +130,16 @@ pub fn analyse_sql(text: &str) -> SqlAnalysis {
         fail_closed(&mut out);
         return out;
     }
+    // Backslashes, `#`, `$` and backticks mean different things in different dialects
+    // (`'a\'` ends a string in PostgreSQL and not in MySQL; `#` is a comment in MySQL and an
+    // operator in PostgreSQL; `$$` quotes in one and names in another), and MySQL runs the
+    // code in `/*! … */` comments. Such text is read in every dialect, the findings of
+    // all of them together.
+    let ambiguous = text.contains(['\\', '#', '$', '`']) || text.contains("/*!");
     // Most SQL an agent sends is one plain read. sqlparser costs tens of microseconds per
     // kilobyte and would class it the same, so the keyword reading answers for those; every
     // statement that could write, drop, grant or reach files is parsed.
-    if let Some(kind) = lexer::plain_read(text) {
+    if !ambiguous && let Some(kind) = lexer::plain_read(text) {
         out.dialect = Some("plain read");
         push(&mut out, kind, Cap::DbRead);
         return out;
@@ -144,27 +150,53 @@ pub fn analyse_sql(text: &str) -> SqlAnalysis {
         ("mysql", &MySqlDialect {}),
         ("sqlite", &SQLiteDialect {}),
     ];
+    let mut variants = vec![std::borrow::Cow::Borrowed(text)];
+    if text.contains("/*!") {
+        variants.push(std::borrow::Cow::Owned(unversion(text)));
+    }
     let mut first_error = None;
-    for (name, dialect) in dialects {
-        match Parser::parse_sql(dialect, text) {
-            Ok(statements) => {
-                out.dialect = Some(name);
-                if statements.len() > 1 {
-                    out.fact("sql.multi_statement");
+    let mut parsed = false;
+    'variants: for variant in &variants {
+        for (name, dialect) in dialects {
+            match Parser::parse_sql(dialect, variant) {
+                Ok(statements) => {
+                    let mut one = SqlAnalysis::default();
+                    if statements.len() > 1 {
+                        one.fact("sql.multi_statement");
+                    }
+                    for st in &statements {
+                        classify(st, &mut one);
+                    }
+                    if parsed {
+                        // Another reading: its findings count, its statements are not
+                        // listed twice.
+                        out.caps = out.caps.union(one.caps);
+                        for p in one.predicates {
+                            out.fact(p);
+                        }
+                    } else {
+                        out.dialect = Some(name);
+                        out.statements = one.statements;
+                        out.caps = one.caps;
+                        out.predicates = one.predicates;
+                        parsed = true;
+                    }
+                    if !ambiguous {
+                        break 'variants;
+                    }
                 }
-                for st in &statements {
-                    classify(st, &mut out);
+                Err(e) => {
+                    first_error.get_or_insert_with(|| e.to_string());
                 }
-                if lexer::touches_files(text) {
-                    out.fact("sql.file_access");
-                    out.caps.insert(Cap::DbAdmin);
-                }
-                return out;
-            }
-            Err(e) => {
-                first_error.get_or_insert_with(|| e.to_string());
             }
         }
+    }
+    if parsed {
+        if lexer::touches_files(text) {
+            out.fact("sql.file_access");
+            out.caps.insert(Cap::DbAdmin);
+        }
+        return out;
     }
     out.error = first_error;
     out.fact("sql.unparsable");
@@ -178,6 +210,30 @@ pub fn analyse_sql(text: &str) -> SqlAnalysis {
         }
     }
     fail_closed(&mut out);
+    out
+}
+
+/// MySQL's versioned comments (`/*!50000 DROP … */`) as the code they hold.
+fn unversion(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("/*!") {
+        out.push_str(&rest[..i]);
+        let after = rest[i + 3..].trim_start_matches(|c: char| c.is_ascii_digit());
+        match after.find("*/") {
+            Some(end) => {
+                out.push(' ');
+                out.push_str(&after[..end]);
+                out.push(' ');
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str(after);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
     out
 }
 
@@ -497,6 +553,17 @@ mod tests {
         assert!(a.has("sql.multi_statement") && a.has("sql.drop"));
         assert!(preds("SELECT 'unterminated").contains(&"sql.unparsable"));
         assert!(preds("SELECT $$ ; DROP TABLE t $$").is_empty());
+    }
+
+    #[test]
+    fn dialect_differences_count_against_the_text() {
+        for text in [
+            "SELECT 'a\\'; DROP DATABASE prod; --'",
+            "SELECT 1 # 2; DROP DATABASE prod",
+            "SELECT 1; /*!50000 DROP DATABASE prod*/",
+        ] {
+            assert!(preds(text).contains(&"sql.drop_database"), "{text}");
+        }
     }
 
     #[test]
