@@ -135,7 +135,10 @@ pub fn analyse_sql(text: &str) -> SqlAnalysis {
     // operator in PostgreSQL; `$$` quotes in one and names in another), and MySQL runs the
     // code in `/*! … */` comments. Such text is read in every dialect, the findings of
     // all of them together.
-    let ambiguous = text.contains(['\\', '#', '$', '`']) || text.contains("/*!");
+    let ambiguous = text
+        .bytes()
+        .any(|b| matches!(b, b'\\' | b'#' | b'$' | b'`'))
+        || text.contains("/*!");
     // Most SQL an agent sends is one plain read. sqlparser costs tens of microseconds per
     // kilobyte and would class it the same, so the keyword reading answers for those; every
     // statement that could write, drop, grant or reach files is parsed.
