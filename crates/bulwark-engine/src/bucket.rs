@@ -3,7 +3,7 @@
 /// A bucket holding up to `capacity` tokens, refilled at `capacity` per `period_ms`.
 ///
 /// Tokens are kept in thousandths so slow refill rates do not round to zero.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Bucket {
     milli_tokens: u64,
     last_ms: u64,

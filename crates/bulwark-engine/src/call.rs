@@ -103,6 +103,22 @@ pub struct Call {
     pub destination: Option<String>,
     /// Capabilities the caller declares: a hint, which can only add scrutiny.
     pub declared_capabilities: Option<CapSet>,
+    /// Whose defaults apply where the policy leaves a choice open.
+    pub profile: Profile,
+}
+
+/// Whose defaults apply to the choices a policy leaves open (`unknown_tools`,
+/// `destinations.hostnames`). A choice the policy makes applies to every profile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// Gateways, `bulwark check`, hooks and `libbulwark`: an unknown tool is decided on what
+    /// its arguments show, and host names are accepted.
+    #[default]
+    Standard,
+    /// DefenseClaw's Edge Connector protocol (the daemon's `evaluate`): the client declares
+    /// capabilities itself, so an unknown tool fails closed (`UNKNOWN_TOOL`), and host names
+    /// are refused until an enforcing egress resolver exists (seed 000).
+    Edge,
 }
 
 impl Call {
@@ -121,6 +137,7 @@ impl Call {
             definition: None,
             destination: None,
             declared_capabilities: None,
+            profile: Profile::Standard,
         }
     }
 

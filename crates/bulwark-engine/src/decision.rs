@@ -89,6 +89,9 @@ pub struct Decision {
     /// approval for this call is bound to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_digest: Option<String>,
+    /// The verdict cache answered for this tool (seed 000's `cache: hit`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cache_hit: bool,
 }
 
 /// Fleet escalation modes, as the decision reports them.
@@ -111,6 +114,37 @@ impl From<FleetMode> for EscalationMode {
 }
 
 impl Decision {
+    /// The decision for input that is not a call at all: `INVALID_INPUT`, blocked, with
+    /// the reason naming what was wrong. Every front answers malformed input with it.
+    pub fn invalid_input(reason: impl Into<String>, policy_version: &str) -> Decision {
+        Decision {
+            decision: Verdict::Block,
+            reason_code: Some(ReasonCode::InvalidInput),
+            rule_id: None,
+            severity: Some(Severity::High),
+            reason: reason.into(),
+            safer_alternative: Some(
+                "Send one JSON object per call with at least a `tool` field (see docs/check.md)."
+                    .into(),
+            ),
+            tool: String::new(),
+            capabilities: CapSet::default(),
+            findings: vec![Finding::new("input.malformed", "input")],
+            taint: TaintSet::default(),
+            policy_version: policy_version.to_string(),
+            eval_us: 0,
+            destinations: Vec::new(),
+            masked: None,
+            monitor: None,
+            retry_after_ms: None,
+            pending: false,
+            escalate: None,
+            approved: false,
+            call_digest: None,
+            cache_hit: false,
+        }
+    }
+
     /// Whether the front lets the call through (allow, warn, mask).
     pub fn is_allowed(&self) -> bool {
         self.decision <= Verdict::Mask

@@ -31,6 +31,7 @@ pub mod bucket;
 pub mod call;
 pub mod canonical;
 pub mod decision;
+pub mod line;
 pub mod pins;
 pub mod pipeline;
 pub mod scanner;
@@ -44,9 +45,10 @@ pub mod verdict_cache;
 use std::sync::Arc;
 
 pub use bulwark_policy::{
-    self as policy, CapSet, Capability, Policy, ReasonCode, Severity, Taint, TaintSet, Verdict,
+    self as policy, CapSet, Capability, Policy, ReasonCode, Severity, Taint, TaintSet,
+    UnknownAction, Verdict,
 };
-pub use call::{Call, Definition, Direction, Principal, ToolRef};
+pub use call::{Call, Definition, Direction, Principal, Profile, ToolRef};
 pub use decision::{Decision, EscalationMode, Finding};
 pub use pipeline::{Observer, Outcome, Quiet};
 pub use scanner::{

@@ -125,6 +125,8 @@ pub struct Ctx<'a> {
     pub rule_hits: Vec<Severity>,
     /// The loop guard's fingerprint of this call or result.
     pub loop_print: Option<u64>,
+    /// The verdict cache answered.
+    pub cache_hit: bool,
     /// A note for `policy explain`, set by the stage that just ran.
     pub note: String,
     /// Whether an observer wants notes.
@@ -232,6 +234,7 @@ pub(crate) fn run(
         call_digest: None,
         rule_hits: Vec::new(),
         loop_print: None,
+        cache_hit: false,
         note: String::new(),
         observed: observer.wants_notes(),
     };
@@ -293,5 +296,6 @@ fn finish(mut ctx: Ctx<'_>, env: &mut Env<'_>) -> Decision {
         } else {
             None
         },
+        cache_hit: ctx.cache_hit,
     }
 }

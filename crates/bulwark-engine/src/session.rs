@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 
 use bulwark_policy::{Policy, TaintSet};
+use serde::{Deserialize, Serialize};
 
 use crate::bounded::BoundedMap;
 use crate::bucket::Bucket;
@@ -17,7 +18,7 @@ use crate::bucket::Bucket;
 pub const HISTORY: usize = 32;
 
 /// Buckets for one scope: all calls, network calls, actuations.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopeBuckets {
     /// All calls.
     pub calls: Option<Bucket>,
@@ -30,7 +31,7 @@ pub struct ScopeBuckets {
 /// Progress of one capability sequence: for each prefix length k, the latest start (time and
 /// call number) of any match of the first k steps. Latest starts keep the most room in the
 /// window, so this finds a match whenever one exists.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SequenceProgress {
     /// `best[k-1]`: latest start of a match of steps `0..k`.
     pub best: Vec<Option<(u64, u64)>>,
@@ -40,8 +41,9 @@ pub struct SequenceProgress {
 /// value seen again after that gets a new number).
 pub const MAX_MASKED_VALUES: usize = 256;
 
-/// Placeholder numbers: the same value gets the same placeholder within a session.
-#[derive(Clone, Debug, Default)]
+/// Placeholder numbers: the same value gets the same placeholder within a session. Holds
+/// hashes of the values, never the values.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct MaskBook {
     ids: VecDeque<(u64, u32)>,
     counters: Vec<(String, u32)>,
@@ -75,8 +77,9 @@ impl MaskBook {
     }
 }
 
-/// One session.
-#[derive(Clone, Debug, Default)]
+/// One session. Serialisable, so fronts that run one process per call (agent hooks) can
+/// keep it in a file between calls.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Session {
     /// The taint collected so far; only grows.
     pub taint: TaintSet,
@@ -136,6 +139,16 @@ pub struct SessionTable {
 }
 
 impl SessionTable {
+    /// A copy of session `id`, if it is held.
+    pub fn export(&self, id: &str) -> Option<Session> {
+        self.map.peek(&id.to_string()).cloned()
+    }
+
+    /// Puts a session back (replacing one with the same id), e.g. from a state file.
+    pub fn import(&mut self, id: &str, session: Session) {
+        self.map.insert(id.to_string(), session);
+    }
+
     /// A table for at most `max` sessions, each dropped after `idle_ms` without activity.
     pub fn new(max: usize, idle_ms: u64) -> Self {
         SessionTable {

@@ -259,6 +259,7 @@ pub(crate) fn compile(
         lockdown: raw.lockdown,
         identities,
         tools,
+        unknown_tools_explicit: raw.unknown_tools.is_some(),
         unknown_tools: raw
             .unknown_tools
             .as_ref()
@@ -737,6 +738,7 @@ fn identities(i: &schema::Identities, issues: &mut Issues) -> IdentityPolicy {
         bearer_tokens: tokens,
         header_signing_key_env: i.header_signing_key_env.clone(),
         require_verified: i.require_verified,
+        unix_uids: i.unix_uids.clone(),
     }
 }
 
@@ -862,6 +864,7 @@ fn destinations(d: &schema::Destinations, issues: &mut Issues) -> DestinationPol
             .map(|s| s.to_ascii_lowercase())
             .collect(),
         hostnames: d.hostnames.unwrap_or(true),
+        hostnames_explicit: d.hostnames.is_some(),
         require: d.require.unwrap_or(true),
     }
 }

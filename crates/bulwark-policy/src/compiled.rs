@@ -27,6 +27,10 @@ pub struct Policy {
     pub tools: ToolTable,
     /// Unknown tools.
     pub unknown_tools: UnknownAction,
+    /// Whether the policy file set `unknown_tools` itself. Fronts with a stricter
+    /// default of their own (the local evaluator fails closed, as seed 000 does) apply it only
+    /// when the policy is silent.
+    pub unknown_tools_explicit: bool,
     /// Limits.
     pub limits: LimitPolicy,
     /// Rate buckets.
@@ -77,6 +81,8 @@ pub struct IdentityPolicy {
     pub header_signing_key_env: Option<String>,
     /// Refuse unverified principals.
     pub require_verified: bool,
+    /// Unix user ids allowed on the local evaluator's socket; empty: the daemon's own and root.
+    pub unix_uids: Vec<u32>,
 }
 
 /// Where a tool's interesting arguments are.
@@ -256,6 +262,9 @@ pub struct DestinationPolicy {
     pub schemes: Vec<String>,
     /// Whether names are accepted.
     pub hostnames: bool,
+    /// Whether the policy set `hostnames` itself; when not, the DefenseClaw edge profile
+    /// refuses names (seed 000) where other fronts accept them.
+    pub hostnames_explicit: bool,
     /// Whether a network call needs a destination.
     pub require: bool,
 }

@@ -102,6 +102,10 @@ pub struct Identities {
     /// Refuse calls whose principal is not verified.
     #[serde(default)]
     pub require_verified: bool,
+    /// Unix user ids allowed to connect to the local evaluator's socket (checked with the
+    /// peer's kernel credentials). Empty: the daemon's own user and root.
+    #[serde(default)]
+    pub unix_uids: Vec<u32>,
 }
 
 /// One accepted bearer token.

@@ -267,6 +267,13 @@ impl Serialize for TaintSet {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for TaintSet {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let labels: Vec<Taint> = Vec::deserialize(d)?;
+        Ok(labels.into_iter().collect())
+    }
+}
+
 named_enum! {
     /// How bad a finding is. Ordered: `low < medium < high < critical`.
     pub enum Severity {

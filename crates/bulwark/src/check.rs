@@ -6,10 +6,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use bulwark_engine::{Decision, Engine, Finding, Now, ReasonCode, Severity, State, Verdict};
+use bulwark_engine::{Decision, Engine, Now, State};
+
+use bulwark_engine::line;
 
 use crate::cli::CheckArgs;
-use crate::{config, line};
+use crate::config;
 
 /// Lines longer than this are refused (`INVALID_INPUT`) without being parsed.
 const MAX_LINE_BYTES: usize = 8 << 20;
@@ -130,7 +132,7 @@ impl<W: Write> Runner<'_, W> {
     }
 
     fn decide(&mut self, text: &str) -> Decision {
-        let parsed = match line::parse(text, self.n) {
+        let parsed = match line::parse(text, &format!("line-{}", self.n)) {
             Ok(l) => l,
             Err(e) => return self.invalid(format!("line {}: {e}", self.n)),
         };
@@ -172,30 +174,6 @@ impl<W: Write> Runner<'_, W> {
     fn invalid(&mut self, reason: String) -> Decision {
         self.malformed = true;
         eprintln!("{reason}");
-        Decision {
-            decision: Verdict::Block,
-            reason_code: Some(ReasonCode::InvalidInput),
-            rule_id: None,
-            severity: Some(Severity::High),
-            reason,
-            safer_alternative: Some(
-                "Send one JSON object per line with at least a `tool` field (see docs/check.md)."
-                    .into(),
-            ),
-            tool: String::new(),
-            capabilities: Default::default(),
-            findings: vec![Finding::new("check.malformed_line", "input")],
-            taint: Default::default(),
-            policy_version: self.engine.policy().version.clone(),
-            eval_us: 0,
-            destinations: Vec::new(),
-            masked: None,
-            monitor: None,
-            retry_after_ms: None,
-            pending: false,
-            escalate: None,
-            approved: false,
-            call_digest: None,
-        }
+        Decision::invalid_input(reason, &self.engine.policy().version)
     }
 }

@@ -56,6 +56,71 @@ pub enum Command {
     /// Validate, summarise and explain policies.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Serve the local evaluator on a Unix socket: JSON-RPC 2.0, one request per line.
+    ///
+    /// Methods: `evaluate` (DefenseClaw's Edge Connector request: tool_name, tool_hash,
+    /// capabilities, session_id, destination, direction, content), `check` (a `bulwark
+    /// check` line), `ping`, `stats` and `reload` (SIGHUP reloads too). Only the daemon's
+    /// own user and root may connect unless the policy lists `identities.unix_uids`.
+    /// Stops on SIGINT or SIGTERM and removes the socket. See docs/daemon.md.
+    Daemon(DaemonArgs),
+    /// Agent hooks: decide a tool call an agent runtime hands over on standard input.
+    #[command(subcommand)]
+    Hook(HookCommand),
+}
+
+/// `bulwark daemon`.
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Shared options.
+    #[command(flatten)]
+    pub common: Common,
+    /// The socket to listen on. Default: STATE_DIR/bulwark.sock, where hooks look for it.
+    #[arg(long, value_name = "PATH", env = "BULWARK_SOCKET")]
+    pub socket: Option<PathBuf>,
+    /// Append one decision JSON line per `evaluate` or `check` to this file.
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+    /// Worker threads. Evaluations take turns on the shared session state, so one worker
+    /// gives the lowest tail latency on small machines (docs/benchmarks.md); more help only
+    /// where parsing and socket I/O, not evaluation, are the bottleneck.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
+    /// Connections served at once; more are refused with an error.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_connections: u32,
+    /// Requests per second allowed on one connection.
+    #[arg(long, value_name = "N", default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate: u32,
+}
+
+/// `bulwark hook …`.
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Claude Code's PreToolUse / PostToolUse hook.
+    ///
+    /// Reads the hook's JSON on standard input and prints Claude Code's answer: allow, ask
+    /// or deny with a reason before a call; a block with a reason for a result the model
+    /// must not see. Session state (taint, sequences, loops) is kept by a running daemon
+    /// when its socket answers, otherwise in a locked file per session under
+    /// STATE_DIR/hook-sessions. When Bulwark cannot decide, it exits 2 with the reason on
+    /// standard error, which Claude Code treats as a block. See docs/daemon.md for the
+    /// settings.json snippet.
+    ClaudeCode(HookArgs),
+}
+
+/// `bulwark hook claude-code`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// Shared options (the policy applies when no daemon answers; a daemon uses its own).
+    #[command(flatten)]
+    pub common: Common,
+    /// The daemon's socket. Default: STATE_DIR/bulwark.sock.
+    #[arg(long, value_name = "PATH", env = "BULWARK_SOCKET")]
+    pub socket: Option<PathBuf>,
+    /// Never use a daemon; keep session state in files.
+    #[arg(long)]
+    pub no_daemon: bool,
 }
 
 /// `bulwark check`.

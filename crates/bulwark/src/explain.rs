@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use bulwark_engine::{Engine, Now, Observer, Outcome, Stage, State};
 
 use crate::cli::Common;
-use crate::{config, line};
+use crate::config;
+use bulwark_engine::line;
 
 struct Trace {
     started: Option<Instant>,
@@ -53,8 +54,8 @@ pub fn run(common: &Common, text: Option<String>) -> Result<ExitCode> {
             s
         }
     };
-    let parsed =
-        line::parse(text.trim(), 1).context("the call is not a valid `bulwark check` line")?;
+    let parsed = line::parse(text.trim(), "line-1")
+        .context("the call is not a valid `bulwark check` line")?;
     let engine = Engine::new(config::load_policy(common)?);
     let mut state = State::new(engine.policy());
     let now = Now::at(parsed.time_ms.unwrap_or(0));

@@ -5,13 +5,16 @@
 //! bulwark policy check bulwark.yaml    # validate a policy
 //! bulwark init                         # write a starter policy
 //! bulwark shell 'sudo rm -rf /'        # what a command line does
+//! bulwark daemon                       # the local evaluator on a Unix socket
+//! bulwark hook claude-code             # a Claude Code PreToolUse/PostToolUse hook
 //! ```
 
 mod check;
 mod cli;
 mod config;
+mod daemon;
 mod explain;
-mod line;
+mod hook;
 mod scan;
 mod shell;
 
@@ -20,7 +23,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
-use cli::{Cli, Command, PolicyCommand};
+use cli::{Cli, Command, HookCommand, PolicyCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -47,6 +50,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Daemon(args) => daemon::run(&args),
+        Command::Hook(HookCommand::ClaudeCode(args)) => Ok(hook::claude_code(&args)),
         Command::Policy(PolicyCommand::Default) => {
             print!("{}", bulwark_policy::DEFAULT_POLICY);
             Ok(ExitCode::SUCCESS)

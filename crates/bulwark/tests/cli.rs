@@ -330,6 +330,11 @@ fn help_exists_for_every_command() {
         &["policy", "--help"],
         &["policy", "check", "--help"],
         &["policy", "explain", "--help"],
+        &["policy", "predicates", "--help"],
+        &["policy", "default", "--help"],
+        &["daemon", "--help"],
+        &["hook", "--help"],
+        &["hook", "claude-code", "--help"],
     ] {
         let o = bulwark(args, "");
         assert!(o.status.success(), "{args:?}");

@@ -31,6 +31,9 @@ pub enum Kind {
     Actuate,
     /// Reads sensors.
     Sense,
+    /// The agent's own bookkeeping: to-do lists, plans, subagents, questions to the user.
+    /// No capability of its own (a subagent's calls are checked as they are made).
+    Agent,
 }
 
 /// A catalogue entry.
@@ -55,6 +58,7 @@ impl Entry {
             Kind::Inbox => &[],
             Kind::Actuate => &[C::DeviceActuate],
             Kind::Sense => &[C::DeviceSense],
+            Kind::Agent => &[],
         };
         caps.iter().copied().collect()
     }
@@ -214,6 +218,15 @@ const TABLE: &[(&str, Kind)] = &[
     ("set_thermostat", Kind::Actuate),
     ("read_sensor", Kind::Sense),
     ("get_sensor_data", Kind::Sense),
+    // the agent's own bookkeeping (Claude Code and others)
+    ("todowrite", Kind::Agent),
+    ("todoread", Kind::Agent),
+    ("exitplanmode", Kind::Agent),
+    ("task", Kind::Agent),
+    ("agent", Kind::Agent),
+    ("bashoutput", Kind::Agent),
+    ("askuserquestion", Kind::Agent),
+    ("slashcommand", Kind::Agent),
 ];
 
 /// Looks a tool up by name, ignoring case. MCP-style prefixes (`server__tool`,

@@ -8,6 +8,8 @@
 //! warns about, or escalates) unknown tools; never decides anything else.
 
 use bulwark_policy::{Capability, ReasonCode, Severity, UnknownAction, Verdict};
+
+use crate::call::Profile;
 use serde_json::Value;
 
 use crate::analysis::catalogue::{self, Kind};
@@ -273,7 +275,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
 
 fn unknown_tool(ctx: &mut Ctx<'_>) {
     let name = ctx.call.tool.name.clone();
-    let (verdict, what) = match ctx.policy.unknown_tools {
+    let action = match ctx.call.profile {
+        Profile::Edge if !ctx.policy.unknown_tools_explicit => UnknownAction::Block,
+        _ => ctx.policy.unknown_tools,
+    };
+    let (verdict, what) = match action {
         UnknownAction::Analyse => return,
         UnknownAction::Escalate => {
             ctx.escalate = true;

@@ -8,6 +8,8 @@
 use bulwark_net::{Host, SsrfFinding};
 use bulwark_policy::{ReasonCode, Severity, Verdict};
 
+use crate::call::Profile;
+
 use crate::analysis::catalogue::Kind;
 use crate::decision::Finding;
 use crate::pipeline::Ctx;
@@ -44,12 +46,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
             return;
         }
     }
+    let hostnames = match ctx.call.profile {
+        Profile::Edge if !policy.hostnames_explicit => false,
+        _ => policy.hostnames,
+    };
     let mut refusal: Option<(&'static str, String, &'static str)> = None;
     for d in &ctx.destinations {
         let Some(dest) = &d.assessment.destination else {
             continue;
         };
-        if !policy.hostnames && matches!(dest.host, Host::Domain(_)) {
+        if !hostnames && matches!(dest.host, Host::Domain(_)) {
             refusal = Some((
                 "dest.hostname",
                 format!(

@@ -17,7 +17,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
     let hash: [u8; 32] = Sha256::digest(ctx.call.tool.name.as_bytes()).into();
     let name = &ctx.call.tool.name;
-    match env.verdicts.get(&hash, ctx.now.mono_ms) {
+    let cached = env.verdicts.get(&hash, ctx.now.mono_ms);
+    ctx.cache_hit = cached.is_some();
+    match cached {
         Some(Verdict::Block) => {
             ctx.explain(|| "cache hit: block".into());
             ctx.raise(

@@ -1,12 +1,23 @@
-//! One `bulwark check` input line: a call, plus the testing aids (`expect`,
-//! `session_taint`, `time_ms`). See docs/check.md.
+//! One call as a JSON object — the `bulwark check` line, which `libbulwark` and the daemon's
+//! `check` method also take: the call, plus the testing aids (`expect`, `session_taint`,
+//! `time_ms`). See docs/check.md.
 
-use anyhow::{Result, anyhow, bail};
-use bulwark_engine::{
-    Call, CapSet, Capability, Definition, Direction, Principal, Taint, ToolRef, Verdict,
-};
 use serde::Deserialize;
 use serde_json::Value;
+use thiserror::Error;
+
+use crate::{Call, CapSet, Capability, Definition, Direction, Principal, Taint, ToolRef, Verdict};
+
+/// Why a line is not a call.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum LineError {
+    /// Not JSON, or not the expected fields.
+    #[error("{0}")]
+    Json(String),
+    /// A field has a value outside its vocabulary.
+    #[error("{0}")]
+    Field(String),
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,12 +53,24 @@ pub struct Line {
     pub time_ms: Option<u64>,
 }
 
-/// Parses line `n` (1-based). Lines without a `session` get `line-N` as their own.
-pub fn parse(text: &str, n: usize) -> Result<Line> {
-    let raw: Raw = serde_json::from_str(text).map_err(|e| anyhow!("{e}"))?;
+fn field(msg: String) -> LineError {
+    LineError::Field(msg)
+}
+
+/// Parses a line. Lines without a `session` get `default_session` as their own.
+///
+/// ```
+/// let l = bulwark_engine::line::parse(r#"{"tool":"bash","args":{"command":"ls"}}"#, "s").unwrap();
+/// assert_eq!(l.call.tool.name, "bash");
+/// assert!(bulwark_engine::line::parse("{}", "s").is_err());
+/// ```
+pub fn parse(text: &str, default_session: &str) -> Result<Line, LineError> {
+    let raw: Raw = serde_json::from_str(text).map_err(|e| LineError::Json(e.to_string()))?;
     let direction = match raw.direction.as_deref() {
         Some(d) => Direction::from_name(d).ok_or_else(|| {
-            anyhow!("direction {d:?}: expected request, response, definition or proposal")
+            field(format!(
+                "direction {d:?}: expected request, response, definition or proposal"
+            ))
         })?,
         None if raw.result.is_some() => Direction::Response,
         None if raw.description.is_some() || raw.input_schema.is_some() => Direction::Definition,
@@ -55,11 +78,13 @@ pub fn parse(text: &str, n: usize) -> Result<Line> {
     };
     let args = raw.args.unwrap_or(Value::Object(Default::default()));
     if direction.acts() && !args.is_object() {
-        bail!("args must be a JSON object");
+        return Err(field("args must be a JSON object".into()));
     }
     let expect = match raw.expect.as_deref() {
         Some(e) => Some(Verdict::from_name(e).ok_or_else(|| {
-            anyhow!("expect {e:?}: expected allow, warn, mask, approve or block")
+            field(format!(
+                "expect {e:?}: expected allow, warn, mask, approve or block"
+            ))
         })?),
         None => None,
     };
@@ -69,17 +94,20 @@ pub fn parse(text: &str, n: usize) -> Result<Line> {
         .iter()
         .map(|t| {
             Taint::from_name(t).ok_or_else(|| {
-                anyhow!("session_taint {t:?}: expected private-data or untrusted-input")
+                field(format!(
+                    "session_taint {t:?}: expected private-data or untrusted-input"
+                ))
             })
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let declared_capabilities = match raw.capabilities {
         None => None,
         Some(Value::Number(n)) => {
-            let bits = n
-                .as_u64()
-                .filter(|b| *b <= 0x7f)
-                .ok_or_else(|| anyhow!("capabilities {n}: expected DefenseClaw bits 0..=0x7F"))?;
+            let bits = n.as_u64().filter(|b| *b <= 0x7f).ok_or_else(|| {
+                field(format!(
+                    "capabilities {n}: expected DefenseClaw bits 0..=0x7F"
+                ))
+            })?;
             Some(CapSet::from_defenseclaw(bits as u8).unwrap_or_default())
         }
         Some(Value::Array(names)) => Some(
@@ -88,11 +116,15 @@ pub fn parse(text: &str, n: usize) -> Result<Line> {
                 .map(|v| {
                     v.as_str()
                         .and_then(Capability::from_name)
-                        .ok_or_else(|| anyhow!("capabilities: {v} is not a capability name"))
+                        .ok_or_else(|| field(format!("capabilities: {v} is not a capability name")))
                 })
-                .collect::<Result<CapSet>>()?,
+                .collect::<Result<CapSet, _>>()?,
         ),
-        Some(other) => bail!("capabilities {other}: expected DefenseClaw bits or a list of names"),
+        Some(other) => {
+            return Err(field(format!(
+                "capabilities {other}: expected DefenseClaw bits or a list of names"
+            )));
+        }
     };
     let definition = (direction == Direction::Definition).then(|| Definition {
         description: raw.description.unwrap_or_default(),
@@ -104,7 +136,7 @@ pub fn parse(text: &str, n: usize) -> Result<Line> {
             id: raw.principal,
             verified: false,
         },
-        session: raw.session.unwrap_or_else(|| format!("line-{n}")),
+        session: raw.session.unwrap_or_else(|| default_session.to_string()),
         tool: ToolRef {
             name: raw.tool,
             server: raw.server,
@@ -116,6 +148,7 @@ pub fn parse(text: &str, n: usize) -> Result<Line> {
         definition,
         destination: raw.destination,
         declared_capabilities,
+        profile: crate::Profile::Standard,
     };
     Ok(Line {
         call,

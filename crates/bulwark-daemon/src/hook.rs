@@ -1,0 +1,465 @@
+//! Agent hooks: Claude Code's `PreToolUse` and `PostToolUse` hook protocol.
+//!
+//! Claude Code runs the hook once per tool call with a JSON object on stdin and reads a JSON
+//! answer on stdout. Before a call: `allow`, `ask` (Claude Code asks the user — Bulwark's
+//! `approve`) or `deny`, with a reason the model sees. After a call: a `block` with a reason
+//! keeps a result that must not reach the model from reaching it.
+//!
+//! A hook is a fresh process per call, so session state (taint, sequences, loop history)
+//! lives elsewhere: in a running daemon when its socket answers, otherwise in one small file
+//! per session under the state directory, read and written under a lock.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bulwark_engine::session::Session;
+use bulwark_engine::{Call, Decision, Direction, Principal, ToolRef, Verdict};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+use crate::service::Evaluator;
+
+/// Largest hook input read.
+pub const MAX_INPUT: usize = 16 << 20;
+/// How long a hook waits for the daemon.
+pub const DAEMON_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a hook input could not be used.
+#[derive(Debug, Error)]
+pub enum HookError {
+    /// Not the hook JSON Claude Code sends.
+    #[error("not a Claude Code hook input: {0}")]
+    Input(String),
+    /// An event this adapter does not handle.
+    #[error("hook event {0:?} is not PreToolUse or PostToolUse")]
+    Event(String),
+    /// The state file could not be used.
+    #[error("session state {0}: {1}")]
+    State(PathBuf, std::io::Error),
+    /// Nothing listens on the daemon's socket (absent, or left by a daemon that died).
+    #[error("no daemon at {0}: {1}")]
+    NoDaemon(PathBuf, std::io::Error),
+    /// A daemon answered, but not with a decision in time.
+    #[error("the daemon at {0} failed: {1}")]
+    Daemon(PathBuf, String),
+}
+
+/// The two tool events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Before the tool runs.
+    PreToolUse,
+    /// After it ran, before the model sees the result.
+    PostToolUse,
+}
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    session_id: String,
+    hook_event_name: String,
+    // Absent from events that are not about a tool; required for the two that are.
+    #[serde(default)]
+    tool_name: Option<String>,
+    #[serde(default)]
+    tool_input: Value,
+    #[serde(default)]
+    tool_response: Option<Value>,
+}
+
+/// Reads a hook input into the event and the call it describes.
+///
+/// ```
+/// use bulwark_daemon::hook::{parse, Event};
+/// let (e, c) = parse(r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#).unwrap();
+/// assert_eq!(e, Event::PreToolUse);
+/// assert_eq!(c.tool.name, "Bash");
+/// ```
+pub fn parse(text: &str) -> Result<(Event, Call), HookError> {
+    let i: Input = serde_json::from_str(text).map_err(|e| HookError::Input(e.to_string()))?;
+    let event = match i.hook_event_name.as_str() {
+        "PreToolUse" => Event::PreToolUse,
+        "PostToolUse" => Event::PostToolUse,
+        other => return Err(HookError::Event(other.to_string())),
+    };
+    let Some(tool_name) = i.tool_name.filter(|t| !t.is_empty()) else {
+        return Err(HookError::Input(format!(
+            "{} without a tool_name",
+            i.hook_event_name
+        )));
+    };
+    let args = if i.tool_input.is_object() {
+        i.tool_input
+    } else {
+        json!({ "input": i.tool_input })
+    };
+    let (direction, result) = match event {
+        Event::PreToolUse => (Direction::Request, None),
+        Event::PostToolUse => (
+            Direction::Response,
+            Some(i.tool_response.unwrap_or(Value::Null)),
+        ),
+    };
+    Ok((
+        event,
+        Call {
+            principal: Principal {
+                id: Some("claude-code".into()),
+                verified: false,
+            },
+            session: format!("claude-code:{}", i.session_id),
+            tool: ToolRef {
+                name: tool_name,
+                server: None,
+                hash: None,
+            },
+            direction,
+            args,
+            result,
+            definition: None,
+            destination: None,
+            declared_capabilities: None,
+            profile: bulwark_engine::Profile::Standard,
+        },
+    ))
+}
+
+fn reason(d: &Decision) -> String {
+    let mut r = format!(
+        "Bulwark: {}{}",
+        d.reason,
+        d.rule_id
+            .as_deref()
+            .map(|id| format!(" [{id}]"))
+            .unwrap_or_default()
+    );
+    if let Some(s) = &d.safer_alternative {
+        r.push_str(" Instead: ");
+        r.push_str(s);
+    }
+    r
+}
+
+/// Claude Code's answer for a decision.
+///
+/// Before a call: allow and warn are `allow` (a warning's reason goes to the log), approve
+/// is `ask`, block is `deny`, and mask is `ask` too — a hook cannot rewrite the input, so a
+/// person sees the secret-bearing call. After a call: block, approve and mask keep the
+/// result from the model (`decision: block`); a warning is added as context.
+pub fn output(event: Event, d: &Decision) -> Value {
+    match event {
+        Event::PreToolUse => {
+            let decision = match d.decision {
+                Verdict::Allow | Verdict::Warn => "allow",
+                Verdict::Mask | Verdict::Approve => "ask",
+                Verdict::Block => "deny",
+            };
+            let mut out = json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": decision,
+            }});
+            if d.decision != Verdict::Allow {
+                out["hookSpecificOutput"]["permissionDecisionReason"] = json!(reason(d));
+            }
+            out
+        }
+        Event::PostToolUse => match d.decision {
+            Verdict::Allow => json!({}),
+            Verdict::Warn => json!({"hookSpecificOutput": {
+                "hookEventName": "PostToolUse",
+                "additionalContext": reason(d),
+            }}),
+            _ => json!({"decision": "block", "reason": reason(d)}),
+        },
+    }
+}
+
+/// The answer when Bulwark itself failed: fail closed, saying why.
+pub fn failure(event: Option<Event>, why: &str) -> Value {
+    let r = format!("Bulwark could not check this call ({why}); it is refused until it can.");
+    match event {
+        Some(Event::PostToolUse) => json!({"decision": "block", "reason": r}),
+        _ => json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": r,
+        }}),
+    }
+}
+
+/// Decides through a running daemon's `check` method.
+///
+/// [`HookError::NoDaemon`] means nobody listens, so the caller may decide by itself; any
+/// other error came from a daemon that is there, and the call must not go ahead.
+pub fn via_daemon(socket: &Path, call: &Call) -> Result<Decision, HookError> {
+    use std::os::unix::net::UnixStream;
+    let s =
+        UnixStream::connect(socket).map_err(|e| HookError::NoDaemon(socket.to_path_buf(), e))?;
+    exchange(s, call).map_err(|e| HookError::Daemon(socket.to_path_buf(), e.to_string()))
+}
+
+fn exchange(mut s: std::os::unix::net::UnixStream, call: &Call) -> std::io::Result<Decision> {
+    s.set_read_timeout(Some(DAEMON_TIMEOUT))?;
+    s.set_write_timeout(Some(DAEMON_TIMEOUT))?;
+    let mut line =
+        json!({"tool": call.tool.name, "session": call.session, "principal": call.principal.id});
+    match call.direction {
+        Direction::Response => {
+            line["args"] = call.args.clone();
+            line["result"] = call.result.clone().unwrap_or(Value::Null);
+            line["direction"] = json!("response");
+        }
+        _ => line["args"] = call.args.clone(),
+    }
+    let req = json!({"jsonrpc": "2.0", "id": 1, "method": "check", "params": line});
+    s.write_all(format!("{req}\n").as_bytes())?;
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 4096];
+    // The socket timeouts bound each read; this bounds a daemon that answers a byte at a time.
+    let deadline = std::time::Instant::now() + DAEMON_TIMEOUT;
+    loop {
+        if std::time::Instant::now() > deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "no whole answer in time",
+            ));
+        }
+        let n = s.read(&mut byte)?;
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&byte[..n]);
+        if reply.ends_with(b"\n") || reply.len() > MAX_INPUT {
+            break;
+        }
+    }
+    let v: Value = serde_json::from_slice(&reply)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let result = v.get("result").cloned().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "daemon answered an error: {}",
+                v.get("error").cloned().unwrap_or_default()
+            ),
+        )
+    })?;
+    decision_from_json(&result)
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "not a decision"))
+}
+
+/// The parts of a decision JSON a hook needs.
+fn decision_from_json(v: &Value) -> Option<Decision> {
+    let verdict = Verdict::from_name(v.get("decision")?.as_str()?)?;
+    let mut d = Decision::invalid_input("", "");
+    d.decision = verdict;
+    d.reason_code = v
+        .get("reason_code")
+        .and_then(Value::as_str)
+        .and_then(bulwark_engine::ReasonCode::from_name);
+    d.rule_id = v.get("rule_id").and_then(Value::as_str).map(str::to_string);
+    d.reason = v
+        .get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    d.safer_alternative = v
+        .get("safer_alternative")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    d.findings.clear();
+    Some(d)
+}
+
+/// Session files under `dir`: one per session, named by a digest of its id.
+pub struct SessionFiles {
+    dir: PathBuf,
+}
+
+impl SessionFiles {
+    /// Session files in `state_dir/hook-sessions`.
+    pub fn new(state_dir: &Path) -> SessionFiles {
+        SessionFiles {
+            dir: state_dir.join("hook-sessions"),
+        }
+    }
+
+    fn paths(&self, session: &str) -> (PathBuf, PathBuf) {
+        let digest = Sha256::digest(session.as_bytes());
+        let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        (
+            self.dir.join(format!("{name}.json")),
+            self.dir.join(format!("{name}.lock")),
+        )
+    }
+
+    /// Decides `call` with its session read from, and written back to, its file, holding
+    /// the session's lock throughout so concurrent hooks of one session take turns.
+    pub fn decide(&self, evaluator: &Evaluator, call: &Call) -> Result<Decision, HookError> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|e| HookError::State(self.dir.clone(), e))?;
+        let (path, lock_path) = self.paths(&call.session);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(|e| HookError::State(lock_path.clone(), e))?;
+        lock.lock()
+            .map_err(|e| HookError::State(lock_path.clone(), e))?;
+        // Pruning goes by modification time; a lock file is never written, so mark its use.
+        let _ = lock.set_modified(SystemTime::now());
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let snapshot = match read_snapshot(&path) {
+            Ok(s) => s,
+            Err(why) => {
+                // A state file that cannot be read may have held taint: assume the worst
+                // rather than start the session clean.
+                eprintln!(
+                    "bulwark hook: {}: {why}; treating the session as tainted",
+                    path.display()
+                );
+                let mut s = Session {
+                    last_seen_ms: now,
+                    ..Session::default()
+                };
+                s.taint.insert(bulwark_engine::Taint::PrivateData);
+                s.taint.insert(bulwark_engine::Taint::UntrustedInput);
+                Some(s)
+            }
+        };
+        let (decision, after) = evaluator.evaluate_with_session(call, snapshot, now);
+        if let Some(s) = after {
+            write_snapshot(&path, &s).map_err(|e| HookError::State(path.clone(), e))?;
+        }
+        drop(lock);
+        let idle = evaluator.policy().policy().limits.session_idle_ms;
+        self.prune(Duration::from_millis(idle).max(PRUNE_AFTER_AT_LEAST));
+        Ok(decision)
+    }
+
+    /// Deletes the files of sessions idle longer than `idle`, at most once per
+    /// [`PRUNE_EVERY`], so the directory does not grow with every session ever seen.
+    ///
+    /// A session idle that long has expired in the engine too. The floor of a day makes the
+    /// one race left — a hook of a session idle for a day arriving in the very moment its
+    /// lock file is deleted — remote; its cost would be that session's state starting over.
+    pub fn prune(&self, idle: Duration) -> usize {
+        let marker = self.dir.join(".pruned");
+        let due = std::fs::metadata(&marker)
+            .and_then(|m| m.modified())
+            .map(|t| t.elapsed().unwrap_or_default() >= PRUNE_EVERY)
+            .unwrap_or(true);
+        if !due || File::create(&marker).is_err() {
+            return 0;
+        }
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten().take(PRUNE_MAX_ENTRIES) {
+            let path = entry.path();
+            let ours = matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("json" | "lock" | "tmp")
+            );
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .map(|t| t.elapsed().unwrap_or_default() > idle)
+                .unwrap_or(false);
+            if ours && old && std::fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+}
+
+/// Session files are pruned at most this often.
+pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// Files younger than this are never pruned, whatever the policy's session idle time.
+pub const PRUNE_AFTER_AT_LEAST: Duration = Duration::from_secs(24 * 3600);
+/// At most this many directory entries are looked at per prune, bounding one hook's work.
+const PRUNE_MAX_ENTRIES: usize = 100_000;
+
+fn read_snapshot(path: &Path) -> Result<Option<Session>, String> {
+    let mut text = String::new();
+    match File::open(path) {
+        Ok(f) => {
+            f.take(MAX_INPUT as u64)
+                .read_to_string(&mut text)
+                .map_err(|e| e.to_string())?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    }
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| format!("unreadable ({e})"))
+}
+
+fn write_snapshot(path: &Path, s: &Session) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    let text = serde_json::to_string(s).map_err(std::io::Error::other)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_and_shapes() {
+        assert!(matches!(
+            parse(r#"{"session_id":"s","hook_event_name":"Stop","tool_name":"x"}"#),
+            Err(HookError::Event(_))
+        ));
+        assert!(matches!(parse("{"), Err(HookError::Input(_))));
+        let (e, c) = parse(r#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"WebFetch","tool_input":{"url":"https://x.example"},"tool_response":"<html>"}"#).unwrap();
+        assert_eq!(e, Event::PostToolUse);
+        assert_eq!(c.direction, Direction::Response);
+        assert_eq!(c.result, Some(json!("<html>")));
+    }
+
+    #[test]
+    fn answers() {
+        let mut d = Decision::invalid_input("nope", "v");
+        assert_eq!(
+            output(Event::PreToolUse, &d)["hookSpecificOutput"]["permissionDecision"],
+            "deny"
+        );
+        assert_eq!(output(Event::PostToolUse, &d)["decision"], "block");
+        d.decision = Verdict::Approve;
+        assert_eq!(
+            output(Event::PreToolUse, &d)["hookSpecificOutput"]["permissionDecision"],
+            "ask"
+        );
+        d.decision = Verdict::Allow;
+        assert_eq!(output(Event::PostToolUse, &d), json!({}));
+        assert_eq!(
+            failure(None, "x")["hookSpecificOutput"]["permissionDecision"],
+            "deny"
+        );
+    }
+}

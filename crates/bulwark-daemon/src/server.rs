@@ -1,0 +1,274 @@
+//! The Unix-socket front: many concurrent clients, one JSON-RPC request per line, replies
+//! in order on each connection.
+//!
+//! Every wait and buffer is bounded: connections ([`Limits::max_connections`]), line length
+//! ([`Limits::max_line`]), requests per second per connection ([`Limits::per_second`]),
+//! idle time ([`Limits::idle`]) and write time ([`Limits::write`]). The socket is created
+//! owner-only (or open to others when the policy lists other user ids, which the kernel's
+//! peer credentials then check on every connection), and a stale socket file from a dead
+//! daemon is replaced while a live one is refused.
+
+use std::io;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+
+use crate::rpc::{self, RpcError};
+use crate::service::{Peer, Service};
+
+/// The front's limits.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Connections served at once; more are answered with an error and closed.
+    pub max_connections: usize,
+    /// Longest request line.
+    pub max_line: usize,
+    /// Requests per second per connection (a token bucket of this size).
+    pub per_second: u32,
+    /// A connection idle this long is closed.
+    pub idle: Duration,
+    /// A reply that cannot be written in this long closes the connection.
+    pub write: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 256,
+            max_line: 1 << 20,
+            per_second: 5000,
+            idle: Duration::from_secs(300),
+            write: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why the daemon could not start.
+#[derive(Debug, Error)]
+pub enum ServeError {
+    /// Another daemon answers on the socket.
+    #[error("{0} is in use by a running daemon")]
+    InUse(PathBuf),
+    /// The path exists and is not a socket.
+    #[error("{0} exists and is not a socket; refusing to replace it")]
+    NotASocket(PathBuf),
+    /// Binding or setting permissions failed.
+    #[error("cannot listen on {0}: {1}")]
+    Io(PathBuf, io::Error),
+}
+
+/// Binds the socket, replacing a stale one, with permissions for `uids`.
+pub fn bind(path: &Path, uids: &[u32]) -> Result<UnixListener, ServeError> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(ServeError::NotASocket(path.to_path_buf()));
+        }
+        match std::os::unix::net::UnixStream::connect(path) {
+            Ok(_) => return Err(ServeError::InUse(path.to_path_buf())),
+            Err(_) => {
+                // Nobody listens: a daemon died without cleaning up.
+                std::fs::remove_file(path).map_err(|e| ServeError::Io(path.to_path_buf(), e))?;
+            }
+        }
+    }
+    let listener = UnixListener::bind(path).map_err(|e| ServeError::Io(path.to_path_buf(), e))?;
+    let own = own_uid();
+    let others = uids.iter().any(|u| Some(*u) != own);
+    let mode = if others { 0o666 } else { 0o600 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| ServeError::Io(path.to_path_buf(), e))?;
+    Ok(listener)
+}
+
+/// The daemon's own user id (the owner of the process's `/proc/self`).
+fn own_uid() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
+/// Whether `uid` may connect: one the policy lists, or — when it lists none — the daemon's
+/// own user and root.
+pub fn allowed(uid: Option<u32>, listed: &[u32]) -> bool {
+    match uid {
+        None => false,
+        Some(u) if listed.is_empty() => u == 0 || Some(u) == own_uid(),
+        Some(u) => listed.contains(&u),
+    }
+}
+
+/// Serves `listener` until `shutdown` completes, then removes the socket file.
+pub async fn serve(
+    listener: UnixListener,
+    path: PathBuf,
+    service: Arc<Service>,
+    limits: Limits,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                service.stats.connections.fetch_add(1, Ordering::Relaxed);
+                let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+                    service.stats.refused.fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(refuse(stream, RpcError::new(rpc::RATE_LIMITED, format!("too many connections (limit {})", limits.max_connections)), limits.write));
+                    continue;
+                };
+                let service = Arc::clone(&service);
+                let limits = limits.clone();
+                tokio::spawn(async move {
+                    service.stats.open_connections.fetch_add(1, Ordering::Relaxed);
+                    connection(stream, &service, &limits).await;
+                    service.stats.open_connections.fetch_sub(1, Ordering::Relaxed);
+                    drop(permit);
+                });
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+async fn refuse(mut stream: UnixStream, e: RpcError, write: Duration) {
+    let line = rpc::error(None, &e) + "\n";
+    let _ = tokio::time::timeout(write, stream.write_all(line.as_bytes())).await;
+}
+
+async fn connection(stream: UnixStream, service: &Service, limits: &Limits) {
+    let cred = stream.peer_cred().ok();
+    let peer = Peer {
+        uid: cred.map(|c| c.uid()),
+        pid: cred.and_then(|c| c.pid()),
+    };
+    let listed = service
+        .evaluator
+        .policy()
+        .policy()
+        .identities
+        .unix_uids
+        .clone();
+    if !allowed(peer.uid, &listed) {
+        service.stats.refused.fetch_add(1, Ordering::Relaxed);
+        let msg = match peer.uid {
+            Some(u) => format!("user {u} may not use this socket (policy identities.unix_uids)"),
+            None => "the peer's credentials could not be read".into(),
+        };
+        refuse(stream, RpcError::new(rpc::PEER_REFUSED, msg), limits.write).await;
+        return;
+    }
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let mut buf = Vec::with_capacity(1024);
+    let mut bucket = Bucket::new(limits.per_second);
+    loop {
+        buf.clear();
+        let mut limited = (&mut reader).take(limits.max_line as u64 + 1);
+        let read = limited.read_until(b'\n', &mut buf);
+        let n = match tokio::time::timeout(limits.idle, read).await {
+            Ok(Ok(0)) | Err(_) | Ok(Err(_)) => return,
+            Ok(Ok(n)) => n,
+        };
+        let reply = if n > limits.max_line && !buf.ends_with(b"\n") {
+            // Drop the rest of the oversized line, bounded by the idle timeout.
+            let mut sink = Vec::new();
+            let drain = async {
+                loop {
+                    sink.clear();
+                    let mut chunk = (&mut reader).take(64 * 1024);
+                    match chunk.read_until(b'\n', &mut sink).await {
+                        Ok(0) | Err(_) => return false,
+                        Ok(_) if sink.ends_with(b"\n") => return true,
+                        Ok(_) => {}
+                    }
+                }
+            };
+            let more = matches!(tokio::time::timeout(limits.idle, drain).await, Ok(true));
+            let e = RpcError::new(
+                rpc::INVALID_REQUEST,
+                format!("request longer than {} bytes", limits.max_line),
+            );
+            service.stats.errors.fetch_add(1, Ordering::Relaxed);
+            if !more {
+                let _ = tokio::time::timeout(
+                    limits.write,
+                    write.write_all((rpc::error(None, &e) + "\n").as_bytes()),
+                )
+                .await;
+                return;
+            }
+            Some(rpc::error(None, &e))
+        } else {
+            let line = trim_newline(&buf);
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if !bucket.take() {
+                service.stats.errors.fetch_add(1, Ordering::Relaxed);
+                let id = rpc::parse(line).ok().and_then(|r| r.id);
+                Some(rpc::error(
+                    id.as_ref(),
+                    &RpcError::new(
+                        rpc::RATE_LIMITED,
+                        format!(
+                            "rate_limited: more than {} requests per second on this connection",
+                            limits.per_second
+                        ),
+                    ),
+                ))
+            } else {
+                service.handle(line, &peer)
+            }
+        };
+        if let Some(mut r) = reply {
+            r.push('\n');
+            match tokio::time::timeout(limits.write, write.write_all(r.as_bytes())).await {
+                Ok(Ok(())) => {}
+                _ => return,
+            }
+        }
+    }
+}
+
+fn trim_newline(b: &[u8]) -> &[u8] {
+    let b = b.strip_suffix(b"\n").unwrap_or(b);
+    b.strip_suffix(b"\r").unwrap_or(b)
+}
+
+/// A per-connection token bucket, refilled continuously.
+struct Bucket {
+    capacity: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn new(per_second: u32) -> Bucket {
+        Bucket {
+            capacity: f64::from(per_second.max(1)),
+            tokens: f64::from(per_second.max(1)),
+            last: Instant::now(),
+        }
+    }
+
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        let elapsed = now.duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + elapsed * self.capacity).min(self.capacity);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}

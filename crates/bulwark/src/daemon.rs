@@ -1,0 +1,93 @@
+//! `bulwark daemon`: the local evaluator on a Unix socket.
+
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use bulwark_daemon::server::{self, Limits};
+use bulwark_daemon::service::{PolicySource, Service};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::cli::{Common, DaemonArgs};
+use crate::config;
+
+/// The socket `bulwark daemon` and `bulwark hook` agree on when neither names one.
+pub fn default_socket(common: &Common) -> Result<PathBuf> {
+    Ok(config::state_dir(common)?.join("bulwark.sock"))
+}
+
+pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
+    let socket = match &args.socket {
+        Some(s) => s.clone(),
+        None => default_socket(&args.common)?,
+    };
+    let source = match &args.common.policy {
+        Some(p) => PolicySource::File(p.clone()),
+        None => PolicySource::Builtin,
+    };
+    let audit = match &args.audit {
+        Some(p) => Some(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open audit file {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let service = Arc::new(Service::new(source, audit).map_err(|e| {
+        anyhow::anyhow!("{e}\npolicy refused; fix the errors above (see docs/policy.md)")
+    })?);
+    let limits = Limits {
+        max_connections: args.max_connections as usize,
+        per_second: args.rate,
+        ..Limits::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(usize::from(args.threads))
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(async move {
+        let uids = service
+            .evaluator
+            .policy()
+            .policy()
+            .identities
+            .unix_uids
+            .clone();
+        let listener = server::bind(&socket, &uids)?;
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        let mut hup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
+        let reloader = Arc::clone(&service);
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                match reloader.reload() {
+                    Ok(v) => eprintln!(
+                        "bulwark daemon: reloaded the policy ({})",
+                        v["policy_version"]
+                    ),
+                    Err(e) => eprintln!("bulwark daemon: {}", e.message),
+                }
+            }
+        });
+        eprintln!(
+            "bulwark daemon: listening on {} (policy {}, pid {})",
+            socket.display(),
+            service.evaluator.policy().policy().version,
+            std::process::id()
+        );
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        };
+        server::serve(listener, socket.clone(), service, limits, shutdown).await;
+        eprintln!("bulwark daemon: stopped; removed {}", socket.display());
+        Ok(ExitCode::SUCCESS)
+    })
+}

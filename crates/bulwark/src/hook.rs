@@ -1,0 +1,99 @@
+//! `bulwark hook claude-code`: one Claude Code hook invocation.
+//!
+//! Exit status is part of Claude Code's protocol: 0 with a JSON answer on standard output
+//! when Bulwark decided (allow, ask, deny or block), 2 with the reason on standard error
+//! when it could not — which Claude Code treats as a block, so a failure never lets a call
+//! through.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use bulwark_daemon::hook::{self, Event, HookError, SessionFiles};
+use bulwark_daemon::service::Evaluator;
+use bulwark_engine::Decision;
+
+use crate::cli::HookArgs;
+use crate::{config, daemon};
+
+pub fn claude_code(args: &HookArgs) -> ExitCode {
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(hook::MAX_INPUT as u64 + 1)
+        .read_to_end(&mut input);
+    let guess = guess_event(&input);
+    let outcome = match read {
+        Err(e) => Err(format!("cannot read the hook input: {e}")),
+        Ok(n) if n > hook::MAX_INPUT => Err(format!(
+            "the hook input is larger than {} bytes",
+            hook::MAX_INPUT
+        )),
+        Ok(_) => decide(args, &input),
+    };
+    let mut out = std::io::stdout().lock();
+    match outcome {
+        Ok(Some((event, d))) => {
+            let _ = writeln!(out, "{}", hook::output(event, &d));
+            ExitCode::SUCCESS
+        }
+        Ok(None) => {
+            let _ = writeln!(out, "{{}}");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            // Exit status 2 blocks in Claude Code, which then shows standard error to the
+            // model; the JSON is for runtimes that read only standard output.
+            let _ = writeln!(out, "{}", hook::failure(guess, &why));
+            eprintln!("Bulwark could not check this call ({why}); it is refused until it can.");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The event named in input that could not be read whole, so a failure answers in its shape.
+fn guess_event(input: &[u8]) -> Option<Event> {
+    let head = &input[..input.len().min(64 * 1024)];
+    let has = |needle: &[u8]| head.windows(needle.len()).any(|w| w == needle);
+    if has(b"\"PostToolUse\"") {
+        Some(Event::PostToolUse)
+    } else if has(b"\"PreToolUse\"") {
+        Some(Event::PreToolUse)
+    } else {
+        None
+    }
+}
+
+fn decide(args: &HookArgs, input: &[u8]) -> Result<Option<(Event, Decision)>, String> {
+    let text =
+        std::str::from_utf8(input).map_err(|e| format!("the hook input is not UTF-8: {e}"))?;
+    let (event, call) = match hook::parse(text) {
+        Ok(parsed) => parsed,
+        Err(HookError::Event(name)) => {
+            // Not a tool call (a Stop or a prompt hook wired to Bulwark by mistake): nothing
+            // to decide, and blocking would change what that event means.
+            eprintln!(
+                "bulwark hook: ignoring hook event {name:?}; only PreToolUse and PostToolUse are decided"
+            );
+            return Ok(None);
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    if !args.no_daemon {
+        let socket = match &args.socket {
+            Some(s) => s.clone(),
+            None => daemon::default_socket(&args.common).map_err(|e| format!("{e:#}"))?,
+        };
+        match hook::via_daemon(&socket, &call) {
+            Ok(d) => return Ok(Some((event, d))),
+            Err(HookError::NoDaemon(..)) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let policy = config::load_policy(&args.common).map_err(|e| format!("{e:#}"))?;
+    let state = config::state_dir(&args.common).map_err(|e| format!("{e:#}"))?;
+    let evaluator = Evaluator::new(policy);
+    let d = SessionFiles::new(&state)
+        .decide(&evaluator, &call)
+        .map_err(|e| e.to_string())?;
+    Ok(Some((event, d)))
+}
