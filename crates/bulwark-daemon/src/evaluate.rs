@@ -34,11 +34,12 @@ struct Params {
     content: Option<Value>,
 }
 
-/// Checks `evaluate`'s parameters and builds the call. `max_content` is the policy's
-/// argument limit; `principal` comes from the peer's credentials.
+/// Checks `evaluate`'s parameters and builds the call. `max_content` is the policy's limit
+/// for the direction's payload (`max_args_bytes` for a request, `max_result_bytes` for a
+/// response); `principal` comes from the peer's credentials.
 pub fn call_from_params(
     params: &Value,
-    max_content: usize,
+    max_content: (usize, usize),
     principal: Principal,
 ) -> Result<Call, RpcError> {
     let p: Params = serde_json::from_value(params.clone())
@@ -111,12 +112,16 @@ pub fn call_from_params(
             ));
         }
     };
+    let (max_content, limit_name) = match direction {
+        Direction::Request => (max_content.0, "max_args_bytes"),
+        _ => (max_content.1, "max_result_bytes"),
+    };
     let content = match &p.content {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) if c.len() <= max_content => Some(c.clone()),
         Some(Value::String(_)) => {
             return Err(RpcError::params(format!(
-                "content: longer than {max_content} bytes (policy limits.max_args_bytes)"
+                "content: longer than {max_content} bytes (policy limits.{limit_name})"
             )));
         }
         Some(_) => return Err(RpcError::params("content: expected a string")),
@@ -188,7 +193,7 @@ mod tests {
     use super::*;
 
     fn p(v: Value) -> Result<Call, RpcError> {
-        call_from_params(&v, 1 << 20, Principal::default())
+        call_from_params(&v, (1 << 20, 1 << 20), Principal::default())
     }
 
     #[test]

@@ -145,26 +145,26 @@ fn reason(d: &Decision) -> String {
 
 /// Claude Code's answer for a decision.
 ///
-/// Before a call: allow and warn are `allow` (a warning's reason goes to the log), approve
-/// is `ask`, block is `deny`, and mask is `ask` too — a hook cannot rewrite the input, so a
-/// person sees the secret-bearing call. After a call: block, approve and mask keep the
-/// result from the model (`decision: block`); a warning is added as context.
+/// Before a call: allow says nothing (`{}`), so Claude Code's own permission rules and
+/// prompts still apply — an `allow` answer would skip them; warn says nothing either but
+/// shows the reason to the user (`systemMessage`); approve is `ask`; block is `deny`; mask
+/// is `ask` too — a hook cannot rewrite the input, so a person sees the secret-bearing call.
+/// After a call: block, approve and mask answer `decision: block` with the reason, which
+/// Claude Code gives the model in place of carrying on; a warning is added as context.
 pub fn output(event: Event, d: &Decision) -> Value {
     match event {
         Event::PreToolUse => {
             let decision = match d.decision {
-                Verdict::Allow | Verdict::Warn => "allow",
+                Verdict::Allow => return json!({}),
+                Verdict::Warn => return json!({"systemMessage": reason(d)}),
                 Verdict::Mask | Verdict::Approve => "ask",
                 Verdict::Block => "deny",
             };
-            let mut out = json!({"hookSpecificOutput": {
+            json!({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": decision,
-            }});
-            if d.decision != Verdict::Allow {
-                out["hookSpecificOutput"]["permissionDecisionReason"] = json!(reason(d));
-            }
-            out
+                "permissionDecisionReason": reason(d),
+            }})
         }
         Event::PostToolUse => match d.decision {
             Verdict::Allow => json!({}),
@@ -194,18 +194,48 @@ pub fn failure(event: Option<Event>, why: &str) -> Value {
 ///
 /// [`HookError::NoDaemon`] means nobody listens, so the caller may decide by itself; any
 /// other error came from a daemon that is there, and the call must not go ahead.
-pub fn via_daemon(socket: &Path, call: &Call) -> Result<Decision, HookError> {
+/// `taint` is what this session's file remembers, so that taint recorded while no daemon ran
+/// is not forgotten by one that starts later. The whole exchange, connecting included, is
+/// bounded by [`DAEMON_TIMEOUT`].
+pub fn via_daemon(
+    socket: &Path,
+    call: &Call,
+    taint: bulwark_engine::TaintSet,
+) -> Result<Decision, HookError> {
     use std::os::unix::net::UnixStream;
-    let s =
-        UnixStream::connect(socket).map_err(|e| HookError::NoDaemon(socket.to_path_buf(), e))?;
-    exchange(s, call).map_err(|e| HookError::Daemon(socket.to_path_buf(), e.to_string()))
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let path = socket.to_path_buf();
+    let call = call.clone();
+    // A connect to a daemon whose accept queue is full blocks with no timeout of its own;
+    // a thread bounds it. If it is still stuck when the hook exits, the process ends it.
+    std::thread::spawn(move || {
+        let r = match UnixStream::connect(&path) {
+            Err(e) => Err(HookError::NoDaemon(path.clone(), e)),
+            Ok(s) => exchange(s, &call, taint)
+                .map_err(|e| HookError::Daemon(path.clone(), e.to_string())),
+        };
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(DAEMON_TIMEOUT) {
+        Ok(r) => r,
+        Err(_) => Err(HookError::Daemon(
+            socket.to_path_buf(),
+            format!("no answer within {} s", DAEMON_TIMEOUT.as_secs()),
+        )),
+    }
 }
 
-fn exchange(mut s: std::os::unix::net::UnixStream, call: &Call) -> std::io::Result<Decision> {
+fn exchange(
+    mut s: std::os::unix::net::UnixStream,
+    call: &Call,
+    taint: bulwark_engine::TaintSet,
+) -> std::io::Result<Decision> {
     s.set_read_timeout(Some(DAEMON_TIMEOUT))?;
     s.set_write_timeout(Some(DAEMON_TIMEOUT))?;
-    let mut line =
-        json!({"tool": call.tool.name, "session": call.session, "principal": call.principal.id});
+    let mut line = json!({"tool": call.tool.name, "session": call.session});
+    if !taint.is_empty() {
+        line["session_taint"] = json!(taint);
+    }
     match call.direction {
         Direction::Response => {
             line["args"] = call.args.clone();
@@ -271,6 +301,10 @@ fn decision_from_json(v: &Value) -> Option<Decision> {
         .and_then(Value::as_str)
         .map(str::to_string);
     d.findings.clear();
+    d.taint = v
+        .get("taint")
+        .and_then(|t| serde_json::from_value(t.clone()).ok())
+        .unwrap_or_default();
     Some(d)
 }
 
@@ -299,13 +333,52 @@ impl SessionFiles {
     /// Decides `call` with its session read from, and written back to, its file, holding
     /// the session's lock throughout so concurrent hooks of one session take turns.
     pub fn decide(&self, evaluator: &Evaluator, call: &Call) -> Result<Decision, HookError> {
+        let idle = evaluator.policy().policy().limits.session_idle_ms;
+        self.with_session(&call.session, idle, |snapshot, now| {
+            let (d, after) = evaluator.evaluate_with_session(call, snapshot, now);
+            (d, after)
+        })
+    }
+
+    /// Decides `call` through the daemon at `socket`, carrying taint both ways between the
+    /// daemon and this session's file: what the file knows is sent along, and what the
+    /// daemon answers is kept, so neither a daemon that stops nor one that starts later
+    /// lets a tainted session start clean. [`HookError::NoDaemon`] when nobody listens.
+    pub fn decide_via_daemon(
+        &self,
+        socket: &Path,
+        call: &Call,
+        idle_ms: u64,
+    ) -> Result<Decision, HookError> {
+        self.with_session(&call.session, idle_ms, |snapshot, now| {
+            let known = snapshot.as_ref().map(|s| s.taint).unwrap_or_default();
+            match via_daemon(socket, call, known) {
+                Ok(d) => {
+                    let mut s = snapshot.unwrap_or_default();
+                    s.taint = s.taint.union(d.taint);
+                    s.last_seen_ms = now;
+                    (Ok(d), Some(s))
+                }
+                Err(e) => (Err(e), None),
+            }
+        })?
+    }
+
+    /// Runs `f` on the session's snapshot under the session's lock (waiting at most
+    /// [`DAEMON_TIMEOUT`] for it), then writes back what `f` returns.
+    fn with_session<R>(
+        &self,
+        session: &str,
+        idle_ms: u64,
+        f: impl FnOnce(Option<Session>, u64) -> (R, Option<Session>),
+    ) -> Result<R, HookError> {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
             .map_err(|e| HookError::State(self.dir.clone(), e))?;
-        let (path, lock_path) = self.paths(&call.session);
+        let (path, lock_path) = self.paths(session);
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -313,8 +386,29 @@ impl SessionFiles {
             .mode(0o600)
             .open(&lock_path)
             .map_err(|e| HookError::State(lock_path.clone(), e))?;
-        lock.lock()
-            .map_err(|e| HookError::State(lock_path.clone(), e))?;
+        // Claude Code lets a call through when its hook times out, so a lock held by a stuck
+        // or hostile process must end in a refusal, not a wait.
+        let deadline = std::time::Instant::now() + DAEMON_TIMEOUT;
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(HookError::State(
+                        lock_path,
+                        std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("still locked after {} s", DAEMON_TIMEOUT.as_secs()),
+                        ),
+                    ));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(HookError::State(lock_path, e));
+                }
+            }
+        }
         // Pruning goes by modification time; a lock file is never written, so mark its use.
         let _ = lock.set_modified(SystemTime::now());
         let now = SystemTime::now()
@@ -339,14 +433,13 @@ impl SessionFiles {
                 Some(s)
             }
         };
-        let (decision, after) = evaluator.evaluate_with_session(call, snapshot, now);
+        let (r, after) = f(snapshot, now);
         if let Some(s) = after {
             write_snapshot(&path, &s).map_err(|e| HookError::State(path.clone(), e))?;
         }
         drop(lock);
-        let idle = evaluator.policy().policy().limits.session_idle_ms;
-        self.prune(Duration::from_millis(idle).max(PRUNE_AFTER_AT_LEAST));
-        Ok(decision)
+        self.prune(Duration::from_millis(idle_ms).max(PRUNE_AFTER_AT_LEAST));
+        Ok(r)
     }
 
     /// Deletes the files of sessions idle longer than `idle`, at most once per
@@ -457,6 +550,10 @@ mod tests {
         );
         d.decision = Verdict::Allow;
         assert_eq!(output(Event::PostToolUse, &d), json!({}));
+        // Saying nothing leaves Claude Code's own permission prompts in place.
+        assert_eq!(output(Event::PreToolUse, &d), json!({}));
+        d.decision = Verdict::Warn;
+        assert!(output(Event::PreToolUse, &d)["systemMessage"].is_string());
         assert_eq!(
             failure(None, "x")["hookSpecificOutput"]["permissionDecision"],
             "deny"

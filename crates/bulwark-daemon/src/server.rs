@@ -72,10 +72,13 @@ pub fn bind(path: &Path, uids: &[u32]) -> Result<UnixListener, ServeError> {
         }
         match std::os::unix::net::UnixStream::connect(path) {
             Ok(_) => return Err(ServeError::InUse(path.to_path_buf())),
-            Err(_) => {
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 // Nobody listens: a daemon died without cleaning up.
                 std::fs::remove_file(path).map_err(|e| ServeError::Io(path.to_path_buf(), e))?;
             }
+            // Not ours to judge (no permission, for one): a live daemon of another user
+            // must not lose its socket.
+            Err(e) => return Err(ServeError::Io(path.to_path_buf(), e)),
         }
     }
     let listener = UnixListener::bind(path).map_err(|e| ServeError::Io(path.to_path_buf(), e))?;
@@ -117,7 +120,11 @@ pub async fn serve(
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    // Out of descriptors, typically: retrying at once would spin.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                };
                 service.stats.connections.fetch_add(1, Ordering::Relaxed);
                 let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
                     service.stats.refused.fetch_add(1, Ordering::Relaxed);
@@ -192,6 +199,8 @@ async fn connection(stream: UnixStream, service: &Service, limits: &Limits) {
                 }
             };
             let more = matches!(tokio::time::timeout(limits.idle, drain).await, Ok(true));
+            // One huge line must not pin a megabyte per connection for its lifetime.
+            buf = Vec::with_capacity(1024);
             let e = RpcError::new(
                 rpc::INVALID_REQUEST,
                 format!("request longer than {} bytes", limits.max_line),
@@ -208,22 +217,27 @@ async fn connection(stream: UnixStream, service: &Service, limits: &Limits) {
             Some(rpc::error(None, &e))
         } else {
             let line = trim_newline(&buf);
+            // Blank lines cost a token too, or a client could keep a slot forever for free.
+            let allowed = bucket.take();
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            if !bucket.take() {
+            if !allowed {
                 service.stats.errors.fetch_add(1, Ordering::Relaxed);
-                let id = rpc::parse(line).ok().and_then(|r| r.id);
-                Some(rpc::error(
-                    id.as_ref(),
-                    &RpcError::new(
-                        rpc::RATE_LIMITED,
-                        format!(
-                            "rate_limited: more than {} requests per second on this connection",
-                            limits.per_second
+                match rpc::parse(line) {
+                    // A notification is never answered, limited or not.
+                    Ok(r) if r.id.is_none() => None,
+                    parsed => Some(rpc::error(
+                        parsed.ok().and_then(|r| r.id).as_ref(),
+                        &RpcError::new(
+                            rpc::RATE_LIMITED,
+                            format!(
+                                "rate_limited: more than {} requests per second on this connection",
+                                limits.per_second
+                            ),
                         ),
-                    ),
-                ))
+                    )),
+                }
             } else {
                 service.handle(line, &peer)
             }

@@ -472,6 +472,38 @@ fn check_takes_a_check_line() {
         r#"{"jsonrpc":"2.0","id":1,"method":"check","params":{"nope":1}}"#,
     );
     assert_eq!(d["reason_code"], "INVALID_INPUT", "{d}");
+    // The client may not move the clock (which would expire its session's taint).
+    let (code, msg) = error(
+        &s,
+        r#"{"jsonrpc":"2.0","id":1,"method":"check","params":{"tool":"bash","session":"s","time_ms":1000000000000000,"args":{"command":"ls"}}}"#,
+    );
+    assert_eq!(code, -32602, "{msg}");
+    assert!(msg.starts_with("time_ms"), "{msg}");
+}
+
+#[test]
+fn check_keeps_taint_a_session_had_before_a_flood() {
+    // A client opening session after session must not push a tainted one out of the table
+    // and get it back clean.
+    let s = with_policy("version: 1\nlimits:\n  max_sessions: 8\n");
+    let call = |session: &str, tool: &str, args: serde_json::Value| {
+        let line = json!({"jsonrpc":"2.0","id":1,"method":"check","params":{"tool":tool,"session":session,"args":args}});
+        result(&s, &line.to_string())
+    };
+    call(
+        "victim",
+        "read_file",
+        json!({"path": "/home/u/.ssh/id_rsa"}),
+    );
+    for i in 0..100 {
+        call(&format!("flood-{i}"), "bash", json!({"command": "ls"}));
+    }
+    let d = call(
+        "victim",
+        "fetch",
+        json!({"url": "https://paste.example.com/new"}),
+    );
+    assert_eq!(d["reason_code"], "TAINT_REVOKED", "{d}");
 }
 
 #[test]

@@ -83,6 +83,14 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
         self.entries.insert(key, (value, self.tick));
     }
 
+    /// Removes and returns the least recently used entry.
+    pub fn pop_oldest(&mut self) -> Option<(K, V)> {
+        let (_, key) = self.order.pop_first()?;
+        let (v, _) = self.entries.remove(&key)?;
+        self.evicted += 1;
+        Some((key, v))
+    }
+
     /// Removes `key`.
     pub fn remove(&mut self, key: &K) -> Option<V> {
         let (v, t) = self.entries.remove(key)?;

@@ -37,6 +37,7 @@ pub mod pipeline;
 pub mod scanner;
 pub mod schema_check;
 pub mod session;
+pub mod shared;
 pub mod stages;
 pub mod state;
 pub mod time;
@@ -54,6 +55,7 @@ pub use pipeline::{Observer, Outcome, Quiet};
 pub use scanner::{
     BuiltinScanner, ContentFinding, ContentScanner, NoScanner, ScanInput, ScanOutput,
 };
+pub use shared::SharedEngine;
 pub use stages::Stage;
 pub use stages::approval::call_digest;
 pub use state::State;

@@ -2,6 +2,7 @@
 //! lists for a tool is pinned; a different one later is a rug pull and the tool is withheld.
 
 use bulwark_policy::ReasonCode;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bounded::BoundedMap;
@@ -15,6 +16,29 @@ pub struct Pin {
     pub input_schema: Value,
     /// Why the tool is withheld, if it is.
     pub quarantined: Option<(ReasonCode, String)>,
+    /// The digest of the definition that was withheld, which `accept` pins.
+    pub offered: Option<String>,
+}
+
+/// A pin as stored by a front (`pins.json`), one per tool of a server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PinRecord {
+    /// The tool's name as the server lists it.
+    pub tool: String,
+    /// SHA-256 of the pinned definition.
+    pub digest: String,
+    /// The pinned input schema.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub input_schema: Value,
+    /// The reason code it is withheld for, if it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<ReasonCode>,
+    /// Why, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The digest of the withheld definition, which accepting pins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<String>,
 }
 
 /// Pins by `(server, lower-cased tool name)`.
@@ -65,13 +89,17 @@ impl Pins {
     ) {
         let key = Self::key(server, tool);
         match self.map.get_mut(&key) {
-            Some(pin) => pin.quarantined = Some((code, reason)),
+            Some(pin) => {
+                pin.quarantined = Some((code, reason));
+                pin.offered = Some(digest);
+            }
             None => self.map.insert(
                 key,
                 Pin {
-                    digest,
+                    digest: digest.clone(),
                     input_schema: Value::Null,
                     quarantined: Some((code, reason)),
+                    offered: Some(digest),
                 },
             ),
         }
@@ -91,8 +119,55 @@ impl Pins {
                 digest,
                 input_schema,
                 quarantined: None,
+                offered: None,
             },
         );
+    }
+
+    /// The pins of one server, for storing. Tool names are the lower-cased keys.
+    pub fn export(&self, server: Option<&str>) -> Vec<PinRecord> {
+        let me = server.unwrap_or("");
+        let mut out: Vec<PinRecord> = self
+            .map
+            .iter()
+            .filter(|((s, _), _)| s == me)
+            .map(|((_, tool), pin)| PinRecord {
+                tool: tool.clone(),
+                digest: pin.digest.clone(),
+                input_schema: pin.input_schema.clone(),
+                withheld: pin.quarantined.as_ref().map(|(c, _)| *c),
+                reason: pin.quarantined.as_ref().map(|(_, r)| r.clone()),
+                offered: pin.offered.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.tool.cmp(&b.tool));
+        out
+    }
+
+    /// Replaces one server's pins with stored ones (a front loading `pins.json`, or taking
+    /// in an operator's `bulwark pins accept`).
+    pub fn import(&mut self, server: Option<&str>, records: &[PinRecord]) {
+        let me = server.unwrap_or("").to_string();
+        self.map.retain(|(s, _), _| *s != me);
+        for r in records {
+            let quarantined = r.withheld.map(|c| {
+                (
+                    c,
+                    r.reason
+                        .clone()
+                        .unwrap_or_else(|| format!("withheld ({})", c.as_str())),
+                )
+            });
+            self.map.insert(
+                (me.clone(), r.tool.to_lowercase()),
+                Pin {
+                    digest: r.digest.clone(),
+                    input_schema: r.input_schema.clone(),
+                    quarantined,
+                    offered: r.offered.clone(),
+                },
+            );
+        }
     }
 
     /// Number of pinned tools.

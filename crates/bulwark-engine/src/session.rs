@@ -134,6 +134,10 @@ impl Session {
 #[derive(Debug)]
 pub struct SessionTable {
     map: BoundedMap<String, Session>,
+    /// The taint of sessions pushed out by newer ones, by a digest of their id: without it,
+    /// anyone able to open sessions could flood the table until a tainted session is
+    /// evicted and comes back clean. Idle expiry still forgets taint, as the policy says.
+    evicted_taint: BoundedMap<u64, TaintSet>,
     idle_ms: u64,
     expired: u64,
 }
@@ -153,6 +157,7 @@ impl SessionTable {
     pub fn new(max: usize, idle_ms: u64) -> Self {
         SessionTable {
             map: BoundedMap::new(max),
+            evicted_taint: BoundedMap::new(max.saturating_mul(4).max(1024)),
             idle_ms,
             expired: 0,
         }
@@ -170,12 +175,30 @@ impl SessionTable {
             self.map.remove(&key);
             self.expired += 1;
         }
+        let mut inherited = TaintSet::NONE;
+        if self.map.peek(&key).is_none() {
+            if self.map.len() >= self.map.limit()
+                && let Some((old_id, old)) = self.map.pop_oldest()
+                && !old.taint.is_empty()
+            {
+                self.evicted_taint.insert(id_digest(&old_id), old.taint);
+            }
+            if !stale && let Some(t) = self.evicted_taint.remove(&id_digest(&key)) {
+                inherited = t;
+            }
+        }
         let s = self.map.get_or_insert_with(&key, || Session {
             last_seen_ms: now_ms,
+            taint: inherited,
             ..Session::default()
         });
         s.last_seen_ms = s.last_seen_ms.max(now_ms);
         s
+    }
+
+    /// How many evicted sessions' taint is remembered.
+    pub fn remembered_taint(&self) -> usize {
+        self.evicted_taint.len()
     }
 
     /// The session `id` without creating or touching it.
@@ -215,6 +238,13 @@ impl SessionTable {
     }
 }
 
+/// A fixed-key digest of a session id. A collision can only give a session taint it did not
+/// earn (stricter), never take taint away.
+fn id_digest(id: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +261,19 @@ mod tests {
         assert!(t.peek("b").is_none());
         assert!(t.peek("a").unwrap().taint.contains(Taint::PrivateData));
         assert_eq!(t.evicted(), 1);
+    }
+
+    #[test]
+    fn flooding_the_table_does_not_wash_taint_away() {
+        let mut t = SessionTable::new(4, 60_000);
+        t.get("victim", 0).taint.insert(Taint::PrivateData);
+        for i in 0..1000 {
+            t.get(&format!("flood-{i}"), 1);
+        }
+        assert!(t.peek("victim").is_none(), "evicted");
+        assert!(t.get("victim", 2).taint.contains(Taint::PrivateData));
+        // Clean sessions leave nothing behind.
+        assert_eq!(t.remembered_taint(), 0);
     }
 
     #[test]

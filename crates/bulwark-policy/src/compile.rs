@@ -226,6 +226,21 @@ pub(crate) fn compile(
         enabled: raw.pinning.enabled.unwrap_or(true),
         on_change: raw.pinning.on_change.unwrap_or(Verdict::Block),
     };
+    let mcp = McpPolicy {
+        block_as: raw.mcp.block_as.unwrap_or(schema::BlockAs::Error),
+        request_timeout_ms: match &raw.mcp.request_timeout_secs {
+            Some(t) if t.value == 0 || t.value > 86_400 => {
+                issues.at(
+                    t.referenced,
+                    "request_timeout_secs must be between 1 and 86400".to_string(),
+                );
+                300_000
+            }
+            Some(t) => t.value * 1000,
+            None => 300_000,
+        },
+        env: raw.mcp.env.clone(),
+    };
     let audit = AuditPolicy {
         enabled: raw.audit.enabled,
         path: raw.audit.path.clone(),
@@ -277,6 +292,7 @@ pub(crate) fn compile(
         on_error,
         approvals,
         pinning,
+        mcp,
         audit,
         fleet,
         packs: packs.iter().map(|p| p.name.clone()).collect(),

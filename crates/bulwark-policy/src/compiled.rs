@@ -57,6 +57,8 @@ pub struct Policy {
     pub approvals: ApprovalPolicy,
     /// Pinning.
     pub pinning: PinningPolicy,
+    /// The MCP gateway.
+    pub mcp: McpPolicy,
     /// Audit.
     pub audit: AuditPolicy,
     /// Fleet, when configured.
@@ -650,6 +652,17 @@ pub struct PinningPolicy {
     pub enabled: bool,
     /// What a changed definition gets.
     pub on_change: Verdict,
+}
+
+/// The MCP gateway.
+#[derive(Clone, Debug)]
+pub struct McpPolicy {
+    /// How a blocked call reaches the client.
+    pub block_as: crate::schema::BlockAs,
+    /// How long a forwarded request may wait for the server, in milliseconds.
+    pub request_timeout_ms: u64,
+    /// Extra environment variables passed to stdio servers.
+    pub env: Vec<String>,
 }
 
 /// Audit.

@@ -70,6 +70,9 @@ pub struct PolicyFile {
     /// Trust-on-first-use pinning of tool definitions.
     #[serde(default)]
     pub pinning: Pinning,
+    /// The MCP gateway.
+    #[serde(default)]
+    pub mcp: Mcp,
     /// The audit record.
     #[serde(default)]
     pub audit: Audit,
@@ -606,6 +609,29 @@ pub struct Pinning {
     pub enabled: Option<bool>,
     /// What a changed definition gets (default block: the tool is quarantined).
     pub on_change: Option<Verdict>,
+}
+
+/// MCP gateway section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mcp {
+    /// How a blocked call reaches the client (default `error`).
+    pub block_as: Option<BlockAs>,
+    /// How long a forwarded request may wait for the server (default 300 s).
+    pub request_timeout_secs: Option<Spanned<u64>>,
+    /// Environment variables passed to stdio servers besides the built-in allowlist.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+/// How a blocked MCP call is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockAs {
+    /// A JSON-RPC error with the decision in `data` (DESIGN §7's codes).
+    Error,
+    /// A tool result with `isError: true` and the reason as text.
+    Result,
 }
 
 /// Audit section.

@@ -1,6 +1,6 @@
 //! `bulwark check`: JSON Lines of calls in, one decision JSON per line out.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -21,16 +21,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     config::state_dir(&args.common)?;
     let engine = Engine::new(policy);
     let mut state = State::new(engine.policy());
-    let mut audit = match &args.audit {
-        Some(p) => Some(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("cannot open audit file {}", p.display()))?,
-        ),
-        None => None,
-    };
+    let mut audit = config::open_audit(args.audit.as_deref())?;
     let mut runner = Runner {
         engine,
         state: &mut state,

@@ -8,6 +8,18 @@ use bulwark_policy::{Policy, Summary};
 
 use crate::cli::{Common, InitArgs};
 
+/// The `--audit` file, opened for appending.
+pub fn open_audit(path: Option<&Path>) -> Result<Option<std::fs::File>> {
+    path.map(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .with_context(|| format!("cannot open audit file {}", p.display()))
+    })
+    .transpose()
+}
+
 /// The policy named by `--policy`, or the built-in default.
 pub fn load_policy(common: &Common) -> Result<Policy> {
     match &common.policy {

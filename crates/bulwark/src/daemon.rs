@@ -1,6 +1,5 @@
 //! `bulwark daemon`: the local evaluator on a Unix socket.
 
-use std::fs::OpenOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -27,16 +26,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         Some(p) => PolicySource::File(p.clone()),
         None => PolicySource::Builtin,
     };
-    let audit = match &args.audit {
-        Some(p) => Some(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("cannot open audit file {}", p.display()))?,
-        ),
-        None => None,
-    };
+    let audit = config::open_audit(args.audit.as_deref())?;
     let service = Arc::new(Service::new(source, audit).map_err(|e| {
         anyhow::anyhow!("{e}\npolicy refused; fix the errors above (see docs/policy.md)")
     })?);

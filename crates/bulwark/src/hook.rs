@@ -28,7 +28,10 @@ pub fn claude_code(args: &HookArgs) -> ExitCode {
             "the hook input is larger than {} bytes",
             hook::MAX_INPUT
         )),
-        Ok(_) => decide(args, &input),
+        // A panic would exit 101, which Claude Code reads as "hook failed, carry on": catch
+        // it and refuse instead.
+        Ok(_) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decide(args, &input)))
+            .unwrap_or_else(|_| Err("internal error (a panic; please report it)".into())),
     };
     let mut out = std::io::stdout().lock();
     match outcome {
@@ -78,22 +81,21 @@ fn decide(args: &HookArgs, input: &[u8]) -> Result<Option<(Event, Decision)>, St
         }
         Err(e) => return Err(e.to_string()),
     };
+    let state = config::state_dir(&args.common).map_err(|e| format!("{e:#}"))?;
+    let files = SessionFiles::new(&state);
     if !args.no_daemon {
         let socket = match &args.socket {
             Some(s) => s.clone(),
             None => daemon::default_socket(&args.common).map_err(|e| format!("{e:#}"))?,
         };
-        match hook::via_daemon(&socket, &call) {
+        match files.decide_via_daemon(&socket, &call, 0) {
             Ok(d) => return Ok(Some((event, d))),
             Err(HookError::NoDaemon(..)) => {}
             Err(e) => return Err(e.to_string()),
         }
     }
     let policy = config::load_policy(&args.common).map_err(|e| format!("{e:#}"))?;
-    let state = config::state_dir(&args.common).map_err(|e| format!("{e:#}"))?;
     let evaluator = Evaluator::new(policy);
-    let d = SessionFiles::new(&state)
-        .decide(&evaluator, &call)
-        .map_err(|e| e.to_string())?;
+    let d = files.decide(&evaluator, &call).map_err(|e| e.to_string())?;
     Ok(Some((event, d)))
 }

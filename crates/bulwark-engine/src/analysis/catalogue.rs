@@ -218,24 +218,26 @@ const TABLE: &[(&str, Kind)] = &[
     ("set_thermostat", Kind::Actuate),
     ("read_sensor", Kind::Sense),
     ("get_sensor_data", Kind::Sense),
-    // the agent's own bookkeeping (Claude Code and others)
+    // the agent's own bookkeeping (Claude Code and others); exact names only, see `lookup`
     ("todowrite", Kind::Agent),
     ("todoread", Kind::Agent),
     ("exitplanmode", Kind::Agent),
     ("task", Kind::Agent),
     ("agent", Kind::Agent),
-    ("bashoutput", Kind::Agent),
     ("askuserquestion", Kind::Agent),
-    ("slashcommand", Kind::Agent),
 ];
 
 /// Looks a tool up by name, ignoring case. MCP-style prefixes (`server__tool`,
-/// `mcp__server__tool`, `server.tool`) are stripped before the lookup.
+/// `mcp__server__tool`, `server.tool`) are stripped before the lookup — except for the
+/// agent's own bookkeeping tools, which grant no capabilities: a server's `evil__task` is
+/// not Claude Code's `Task`.
 ///
 /// ```
 /// use bulwark_engine::analysis::catalogue::{lookup, Kind};
 /// assert_eq!(lookup("Bash").unwrap().kind, Kind::Shell);
 /// assert_eq!(lookup("mcp__postgres__query").unwrap().kind, Kind::Sql);
+/// assert_eq!(lookup("Task").unwrap().kind, Kind::Agent);
+/// assert!(lookup("mcp__evil__task").is_none());
 /// assert!(lookup("frobnicate").is_none());
 /// ```
 pub fn lookup(name: &str) -> Option<Entry> {
@@ -248,7 +250,10 @@ pub fn lookup(name: &str) -> Option<Entry> {
     find(name).or_else(|| {
         let base = name.rsplit("__").next().unwrap_or(name);
         let base = base.rsplit('.').next().unwrap_or(base);
-        (base != name).then(|| find(base)).flatten()
+        (base != name)
+            .then(|| find(base))
+            .flatten()
+            .filter(|e| e.kind != Kind::Agent)
     })
 }
 

@@ -152,6 +152,7 @@ pub(crate) fn commit_definition(ctx: &Ctx<'_>, env: &mut Env<'_>, allowed: bool)
                     digest,
                     input_schema: def.input_schema.clone(),
                     quarantined: None,
+                    offered: None,
                 },
             );
         }

@@ -1,0 +1,12 @@
+//! Bulwark's MCP gateway: every message between an MCP client and its servers goes
+//! through the engine.
+//!
+//! ```
+//! use bulwark_mcp::jsonrpc::{parse, Kind};
+//! let (_, kind) = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+//! assert!(matches!(kind, Kind::Notification { .. }));
+//! ```
+
+pub mod enforce;
+pub mod jsonrpc;
+pub mod pinfile;
