@@ -21,6 +21,9 @@ pub fn code_for(d: &Decision, direction: Direction) -> (i64, &'static str) {
         }
         _ if d.decision == Verdict::Approve => (-32005, "approval_denied"),
         Some(ReasonCode::RugPull | ReasonCode::ToolPoisoning) => (-32096, "tool_quarantined"),
+        // A tool withheld for what its definition said (injection, a secret) is quarantined
+        // too, whatever the code it was withheld with.
+        _ if d.findings.iter().any(|f| f.category == "integrity") => (-32096, "tool_quarantined"),
         _ if direction == Direction::Response => (-32095, "result_blocked"),
         Some(ReasonCode::ContentBlock | ReasonCode::PiiDetected) => (-32004, "dlp_blocked"),
         _ => (-32099, "blocked"),

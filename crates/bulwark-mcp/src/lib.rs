@@ -8,5 +8,8 @@
 //! ```
 
 pub mod enforce;
+pub mod frame;
+pub mod gateway;
 pub mod jsonrpc;
 pub mod pinfile;
+pub mod stdio;

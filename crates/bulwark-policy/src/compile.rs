@@ -847,7 +847,7 @@ fn content(c: &schema::Content) -> ContentPolicy {
         max_scan_bytes: c.max_scan_bytes.unwrap_or(4 << 20),
         threshold_request: c.thresholds.request.unwrap_or(Severity::Medium),
         threshold_response: c.thresholds.response.unwrap_or(Severity::Medium),
-        threshold_definition: c.thresholds.definition.unwrap_or(Severity::Low),
+        threshold_definition: c.thresholds.definition.unwrap_or(Severity::Medium),
     }
 }
 

@@ -67,6 +67,83 @@ pub enum Command {
     /// Agent hooks: decide a tool call an agent runtime hands over on standard input.
     #[command(subcommand)]
     Hook(HookCommand),
+    /// The MCP gateway: wrap a stdio MCP server so every call, result and tool definition
+    /// is decided by Bulwark.
+    ///
+    /// `bulwark mcp -- npx -y @modelcontextprotocol/server-filesystem ~/work` speaks MCP on
+    /// standard input/output and runs the server as a child: the one-line change in a
+    /// Claude Desktop, Claude Code or Cursor configuration. Refused calls are answered with
+    /// JSON-RPC errors carrying the decision (or, with `mcp.block_as: result`, an `isError`
+    /// result); tool definitions are pinned per server in STATE_DIR/pins, and a changed,
+    /// poisoned or shadowing tool is withheld until `bulwark pins accept`. See docs/mcp.md.
+    Mcp(McpArgs),
+    /// Pinned MCP tool definitions: list them, accept a withheld one, or forget them.
+    #[command(subcommand)]
+    Pins(PinsCommand),
+}
+
+/// `bulwark mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Shared options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Append one decision JSON line per evaluated message to this file.
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+    /// The server's name for pins and logs. Default: the command line.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Pass an environment variable to the server (NAME, or NAME=VALUE); repeatable. The
+    /// server otherwise gets only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_ALL, LC_CTYPE,
+    /// TERM, TMPDIR, TZ and the policy's `mcp.env`.
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// The server to run, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// `bulwark pins …`.
+#[derive(Debug, Subcommand)]
+pub enum PinsCommand {
+    /// List pinned tools per server, withheld ones with the reason.
+    List {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accept a withheld tool's current definition (after a rug pull): it is pinned anew and
+    /// shown again. A definition withheld for what it says (poisoning) is withheld again on
+    /// the next listing; change the policy for that.
+    Accept {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// The tool, as the server names it.
+        tool: String,
+        /// The server (its --name, or the command line); needed when the tool is withheld
+        /// on more than one.
+        #[arg(long)]
+        server: Option<String>,
+    },
+    /// Forget pins, so the next listing pins afresh: one tool, one server's, or all.
+    Reset {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// Only this tool.
+        tool: Option<String>,
+        /// Only this server.
+        #[arg(long)]
+        server: Option<String>,
+        /// Required to forget every server's pins.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 /// `bulwark daemon`.

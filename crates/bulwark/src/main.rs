@@ -7,6 +7,8 @@
 //! bulwark shell 'sudo rm -rf /'        # what a command line does
 //! bulwark daemon                       # the local evaluator on a Unix socket
 //! bulwark hook claude-code             # a Claude Code PreToolUse/PostToolUse hook
+//! bulwark mcp -- npx server-everything  # the MCP gateway around a stdio server
+//! bulwark pins list                     # pinned MCP tool definitions
 //! ```
 
 mod check;
@@ -15,6 +17,7 @@ mod config;
 mod daemon;
 mod explain;
 mod hook;
+mod mcp;
 mod scan;
 mod shell;
 
@@ -52,6 +55,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Daemon(args) => daemon::run(&args),
         Command::Hook(HookCommand::ClaudeCode(args)) => Ok(hook::claude_code(&args)),
+        Command::Mcp(args) => mcp::run(&args),
+        Command::Pins(cmd) => mcp::pins(&cmd),
         Command::Policy(PolicyCommand::Default) => {
             print!("{}", bulwark_policy::DEFAULT_POLICY);
             Ok(ExitCode::SUCCESS)

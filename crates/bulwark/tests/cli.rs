@@ -335,6 +335,11 @@ fn help_exists_for_every_command() {
         &["daemon", "--help"],
         &["hook", "--help"],
         &["hook", "claude-code", "--help"],
+        &["mcp", "--help"],
+        &["pins", "--help"],
+        &["pins", "list", "--help"],
+        &["pins", "accept", "--help"],
+        &["pins", "reset", "--help"],
     ] {
         let o = bulwark(args, "");
         assert!(o.status.success(), "{args:?}");

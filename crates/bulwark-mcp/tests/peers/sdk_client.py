@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Drives a real MCP server with the official Python SDK (`mcp` from PyPI) and prints what
+it saw as one JSON document, so a test can compare a direct run with one through Bulwark.
+
+usage: sdk_client.py SCENARIO COMMAND [ARGS...]
+  everything   @modelcontextprotocol/server-everything: tools, resources, prompts,
+               progress, errors
+  filesystem   @modelcontextprotocol/server-filesystem rooted at $FS_ROOT
+"""
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+
+
+def dump(model):
+    return json.loads(model.model_dump_json(by_alias=True, exclude_none=True))
+
+
+async def attempt(coro):
+    """The result, or the JSON-RPC error the SDK raised for it."""
+    try:
+        return {"ok": dump(await coro)}
+    except MCPError as e:
+        err = e.error
+        return {"error": {"code": err.code, "message": err.message, "data": err.data}}
+
+
+async def everything(s):
+    out = {}
+    tools = await s.list_tools()
+    out["tools"] = sorted(t.name for t in tools.tools)
+    out["echo"] = await attempt(s.call_tool("echo", {"message": "hello through the gateway"}))
+    out["sum"] = await attempt(s.call_tool("get-sum", {"a": 2, "b": 40}))
+    out["structured"] = await attempt(s.call_tool("get-structured-content", {"location": "New York"}))
+    out["image"] = await attempt(s.call_tool("get-tiny-image", {}))
+    out["bad_args"] = await attempt(s.call_tool("get-sum", {"a": "two"}))
+    out["no_such_tool"] = await attempt(s.call_tool("no-such-tool", {}))
+    progress = []
+
+    async def on_progress(p, total, message):
+        progress.append([p, total])
+
+    out["long"] = await attempt(s.call_tool(
+        "trigger-long-running-operation", {"duration": 1, "steps": 3}, progress_callback=on_progress))
+    out["progress"] = progress
+    resources = await s.list_resources()
+    out["resources"] = sorted(r.uri for r in resources.resources)
+    first = sorted(resources.resources, key=lambda r: r.uri)[0]
+    out["read"] = await attempt(s.read_resource(first.uri))
+    templates = await s.list_resource_templates()
+    out["templates"] = sorted(t.uriTemplate if hasattr(t, "uriTemplate") else t.uri_template
+                              for t in templates.resource_templates)
+    prompts = await s.list_prompts()
+    out["prompts"] = sorted(p.name for p in prompts.prompts)
+    out["prompt"] = await attempt(s.get_prompt("args-prompt", {"city": "Lisbon", "state": "Lisboa"}))
+    out["ping"] = await attempt(s.send_ping())
+    return out
+
+
+async def filesystem(s):
+    root = os.environ["FS_ROOT"]
+    out = {}
+    tools = await s.list_tools()
+    out["tools"] = sorted(t.name for t in tools.tools)
+    out["allowed"] = await attempt(s.call_tool("list_allowed_directories", {}))
+    out["write"] = await attempt(s.call_tool(
+        "write_file", {"path": os.path.join(root, "new.txt"), "content": "written through the gateway\n"}))
+    out["read_new"] = await attempt(s.call_tool("read_text_file", {"path": os.path.join(root, "new.txt")}))
+    out["read_notes"] = await attempt(s.call_tool("read_text_file", {"path": os.path.join(root, "notes.txt")}))
+    out["read_secrets"] = await attempt(s.call_tool("read_text_file", {"path": os.path.join(root, "deploy.env")}))
+    out["read_poisoned"] = await attempt(s.call_tool("read_text_file", {"path": os.path.join(root, "README.md")}))
+    out["list"] = await attempt(s.call_tool("list_directory", {"path": root}))
+    out["outside"] = await attempt(s.call_tool("read_text_file", {"path": "/etc/hostname"}))
+    return out
+
+
+async def main():
+    scenario, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    env = {k: v for k, v in os.environ.items()}
+    params = StdioServerParameters(command=command, args=args, env=env)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as s:
+            init = await s.initialize()
+            result = {"server": init.server_info.name, "protocol": init.protocol_version}
+            result.update(await {"everything": everything, "filesystem": filesystem}[scenario](s))
+    print(json.dumps(result, indent=1, sort_keys=True))
+
+
+asyncio.run(main())

@@ -1,0 +1,270 @@
+//! `bulwark mcp` (the stdio gateway) and `bulwark pins`.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use bulwark_engine::{Principal, SharedEngine};
+use bulwark_mcp::gateway::{Config, Gateway, MAX_PENDING};
+use bulwark_mcp::pinfile::{self, PinFile};
+use bulwark_mcp::stdio::{self, Ended, ServerCommand};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::cli::{Common, McpArgs, PinsCommand};
+use crate::config;
+
+fn pins_dir(common: &Common) -> Result<std::path::PathBuf> {
+    Ok(config::state_dir(common)?.join("pins"))
+}
+
+pub fn run(args: &McpArgs) -> Result<ExitCode> {
+    let policy = config::load_policy(&args.common)?;
+    let pins_dir = pins_dir(&args.common)?;
+    let identity = args.name.clone().unwrap_or_else(|| {
+        args.command
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    let mut env = args.env.clone();
+    env.extend(policy.mcp.env.iter().cloned());
+    let engine = Arc::new(SharedEngine::new(policy));
+    engine.warm_up();
+    let pins = PinFile::open(&pins_dir, &identity)?;
+    let audit: Option<Box<dyn Write + Send>> =
+        config::open_audit(args.audit.as_deref())?.map(|f| Box::new(f) as Box<dyn Write + Send>);
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let config = Config {
+        server: identity.clone(),
+        session: format!("mcp:{}:{started}", std::process::id()),
+        principal: Principal {
+            id: Some("mcp:stdio".into()),
+            verified: false,
+        },
+        max_pending: MAX_PENDING,
+    };
+    let log_name = identity.clone();
+    let gateway = Gateway::new(
+        engine,
+        config,
+        Some(pins),
+        audit,
+        Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
+    )
+    .context("cannot load the pins")?;
+    let command = ServerCommand {
+        argv: args.command.clone(),
+        env,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(async move {
+        let child = stdio::spawn(&command)?;
+        let pid = child.id();
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        let relay = stdio::relay(
+            Arc::new(gateway),
+            child,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        );
+        let ended = tokio::select! {
+            e = relay => Some(e),
+            _ = term.recv() => None,
+            _ = int.recv() => None,
+        };
+        Ok(match ended {
+            Some(Ended::ClientClosed) => ExitCode::SUCCESS,
+            Some(Ended::ServerExited(code)) => {
+                eprintln!("bulwark mcp [{identity}]: the server exited ({code:?})");
+                ExitCode::from(code.and_then(|c| u8::try_from(c).ok()).unwrap_or(1))
+            }
+            None => {
+                if let Some(pid) = pid {
+                    // The relay (and its child handle) is gone; end the whole group.
+                    for sig in ["-TERM", "-KILL"] {
+                        let _ = std::process::Command::new("kill")
+                            .args([sig, "--", &format!("-{pid}")])
+                            .stderr(std::process::Stdio::null())
+                            .status();
+                    }
+                }
+                ExitCode::from(130)
+            }
+        })
+    })
+}
+
+pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
+    match cmd {
+        PinsCommand::List { common, json } => {
+            let found = pinfile::all(&pins_dir(common)?)?;
+            if *json {
+                let docs: Vec<serde_json::Value> = found
+                    .iter()
+                    .map(|(path, doc)| match doc {
+                        Ok(d) => {
+                            serde_json::json!({"file": path, "server": d.server, "tools": d.tools})
+                        }
+                        Err(e) => serde_json::json!({"file": path, "error": e.to_string()}),
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&docs)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            if found.is_empty() {
+                println!("no pins yet");
+            }
+            let mut bad = false;
+            for (path, doc) in &found {
+                match doc {
+                    Ok(d) => {
+                        println!("{}  ({})", d.server, path.display());
+                        for t in &d.tools {
+                            let status = match &t.withheld {
+                                Some(code) => format!(
+                                    "WITHHELD {}: {}",
+                                    code.as_str(),
+                                    t.reason.as_deref().unwrap_or("")
+                                ),
+                                None => "pinned".into(),
+                            };
+                            println!(
+                                "  {:32} {}  {}",
+                                t.tool,
+                                t.digest.get(..12).unwrap_or(&t.digest),
+                                status
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        bad = true;
+                        eprintln!("bulwark pins: {e}");
+                    }
+                }
+            }
+            Ok(if bad {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        PinsCommand::Accept {
+            common,
+            tool,
+            server,
+        } => {
+            let dir = pins_dir(common)?;
+            let candidates: Vec<String> = pinfile::all(&dir)?
+                .into_iter()
+                .filter_map(|(path, doc)| {
+                    let d = doc.ok()?;
+                    let matches_server = server.as_deref().is_none_or(|s| {
+                        s == d.server || path.file_stem().and_then(|f| f.to_str()) == Some(s)
+                    });
+                    let withheld = d
+                        .tools
+                        .iter()
+                        .any(|t| t.tool.eq_ignore_ascii_case(tool) && t.withheld.is_some());
+                    (matches_server && withheld).then_some(d.server)
+                })
+                .collect();
+            let server = match candidates.as_slice() {
+                [] => bail!(
+                    "no withheld tool {tool:?}{}; `bulwark pins list` shows what is pinned",
+                    server
+                        .as_deref()
+                        .map(|s| format!(" on server {s:?}"))
+                        .unwrap_or_default()
+                ),
+                [one] => one.clone(),
+                many => bail!(
+                    "{tool:?} is withheld on several servers; name one with --server: {}",
+                    many.join(", ")
+                ),
+            };
+            let file = PinFile::open(&dir, &server)?;
+            file.locked(|f| -> Result<()> {
+                let mut records = f.load()?;
+                for r in records
+                    .iter_mut()
+                    .filter(|r| r.tool.eq_ignore_ascii_case(tool))
+                {
+                    if let Some(offered) = r.offered.take() {
+                        r.digest = offered;
+                        // The accepted definition's schema is learned from its next listing.
+                        r.input_schema = serde_json::Value::Null;
+                    }
+                    r.withheld = None;
+                    r.reason = None;
+                }
+                f.save(records)?;
+                Ok(())
+            })??;
+            println!("accepted {tool:?} on {server:?}; it is shown again from the next tools/list");
+            Ok(ExitCode::SUCCESS)
+        }
+        PinsCommand::Reset {
+            common,
+            tool,
+            server,
+            all,
+        } => {
+            let dir = pins_dir(common)?;
+            if server.is_none() && !all {
+                bail!(
+                    "name a server with --server (see `bulwark pins list`), or pass --all to forget every server's pins"
+                );
+            }
+            let mut touched = 0;
+            for (path, doc) in pinfile::all(&dir)? {
+                let name = doc.as_ref().map(|d| d.server.clone()).ok();
+                let stem = path
+                    .file_stem()
+                    .and_then(|f| f.to_str())
+                    .map(str::to_string);
+                let selected = *all
+                    || server
+                        .as_deref()
+                        .is_some_and(|s| Some(s) == name.as_deref() || Some(s) == stem.as_deref());
+                if !selected {
+                    continue;
+                }
+                match (tool, name) {
+                    (Some(tool), Some(name)) => {
+                        let file = PinFile::open(&dir, &name)?;
+                        file.locked(|f| -> Result<()> {
+                            let mut records = f.load()?;
+                            let before = records.len();
+                            records.retain(|r| !r.tool.eq_ignore_ascii_case(tool));
+                            if records.len() != before {
+                                touched += 1;
+                            }
+                            f.save(records)?;
+                            Ok(())
+                        })??;
+                    }
+                    // A whole server, or a file too damaged to read: remove it.
+                    _ => {
+                        std::fs::remove_file(&path)
+                            .with_context(|| format!("cannot remove {}", path.display()))?;
+                        touched += 1;
+                    }
+                }
+            }
+            if touched == 0 {
+                bail!("nothing matched; `bulwark pins list` shows what is pinned");
+            }
+            println!("forgot the pins of {touched} server(s); the next tools/list pins afresh");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
