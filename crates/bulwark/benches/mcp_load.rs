@@ -88,6 +88,7 @@ fn relay(command: &[OsString]) {
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
 }
 
 struct Upstream {
