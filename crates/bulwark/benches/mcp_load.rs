@@ -8,7 +8,8 @@
 //! - **relay**: through a bare line relay process — the floor any stdio wrapper pays (one
 //!   more process, two more pipes);
 //! - **bulwark**: through `bulwark mcp` with the default policy (arguments and results
-//!   scanned, definitions pinned).
+//!   scanned, definitions pinned), its per-session rate limit lifted: one session makes
+//!   every call here, thousands a second, where the default allows 60 a minute.
 //!
 //! The upstream and the relay are this program re-executed with `--role echo|relay`, so
 //! nothing but the hop under test differs. `cargo bench -p bulwark --bench mcp_load`
@@ -161,6 +162,9 @@ impl Upstream {
                 std::thread::sleep(due - now);
             }
             let id = first_id + i;
+            // A distinct message per call, as real traffic has; identical calls would (rightly)
+            // trip the loop guard.
+            let message = format!("{message} (request {id})");
             sent.push(Instant::now());
             self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"message":message}}}));
         }
@@ -175,7 +179,7 @@ impl Upstream {
 
     /// Calls/s with `window` calls in flight for `secs`.
     fn throughput(&mut self, first_id: u64, window: u64, secs: f64) -> f64 {
-        let call = |id: u64| json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"message":"throughput"}}});
+        let call = |id: u64| json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"message":format!("throughput {id}")}}});
         let mut next = first_id;
         for _ in 0..window {
             self.send(&call(next));
@@ -226,9 +230,23 @@ fn main() {
     let mut relay_cmd = vec![me.clone(), "--role".into(), "relay".into(), "--".into()];
     relay_cmd.extend(echo_cmd.iter().cloned());
     let state = std::env::temp_dir().join(format!("bulwark-mcp-load-{}", std::process::id()));
+    std::fs::create_dir_all(&state).unwrap();
+    let limited = "  session: { calls: 60, network: 30, actuate: 10, per_secs: 60 }";
+    assert!(bulwark_policy::DEFAULT_POLICY.contains(limited));
+    let policy = state.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        bulwark_policy::DEFAULT_POLICY.replace(
+            limited,
+            "  session: { calls: 1000000, network: 1000000, actuate: 10, per_secs: 1 }",
+        ),
+    )
+    .unwrap();
     let mut bulwark_cmd: Vec<OsString> = vec![
         BIN.into(),
         "mcp".into(),
+        "--policy".into(),
+        policy.into(),
         "--state-dir".into(),
         state.clone().into(),
         "--".into(),
