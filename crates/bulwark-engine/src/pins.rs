@@ -73,9 +73,29 @@ impl Pins {
             .map(|((s, _), _)| s.clone())
     }
 
-    /// Pins a definition (first use) or records a quarantine.
+    /// Whether no new tool can be pinned. Pins are never evicted to make room — that would
+    /// let a server flood the table until its quarantined tool is forgotten — so a full
+    /// table withholds new tools instead.
+    pub fn is_full(&self) -> bool {
+        self.map.len() >= self.map.limit()
+    }
+
+    /// Pins a definition (first use) or records a quarantine; a new tool is not pinned when
+    /// the table is full.
     pub fn set(&mut self, server: Option<&str>, tool: &str, pin: Pin) {
-        self.map.insert(Self::key(server, tool), pin);
+        let key = Self::key(server, tool);
+        if self.map.peek(&key).is_some() || !self.is_full() {
+            self.map.insert(key, pin);
+        }
+    }
+
+    /// Learns the input schema of a pinned tool that has none (one accepted by an operator).
+    pub fn learn_schema(&mut self, server: Option<&str>, tool: &str, schema: &Value) {
+        if let Some(pin) = self.map.get_mut(&Self::key(server, tool))
+            && pin.input_schema.is_null()
+        {
+            pin.input_schema = schema.clone();
+        }
     }
 
     /// Marks a tool withheld, pinning it if it was not.
@@ -88,11 +108,13 @@ impl Pins {
         reason: String,
     ) {
         let key = Self::key(server, tool);
+        let full = self.is_full();
         match self.map.get_mut(&key) {
             Some(pin) => {
                 pin.quarantined = Some((code, reason));
                 pin.offered = Some(digest);
             }
+            None if full => {}
             None => self.map.insert(
                 key,
                 Pin {
@@ -178,5 +200,34 @@ impl Pins {
     /// Whether nothing is pinned.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_table_withholds_new_tools_and_never_forgets_a_quarantine() {
+        let mut p = Pins::new(3);
+        p.quarantine(
+            Some("s"),
+            "bad",
+            "d0".into(),
+            ReasonCode::RugPull,
+            "changed".into(),
+        );
+        for i in 0..10 {
+            let pin = Pin {
+                digest: format!("d{i}"),
+                input_schema: Value::Null,
+                quarantined: None,
+                offered: None,
+            };
+            p.set(Some("s"), &format!("junk{i}"), pin);
+        }
+        assert!(p.is_full());
+        assert!(p.get(Some("s"), "bad").unwrap().quarantined.is_some());
+        assert!(p.get(Some("s"), "junk9").is_none());
     }
 }

@@ -128,26 +128,6 @@ pub fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
-/// Pulls `"id": …` out of the start of a frame too large to parse, so the request it
-/// answers can still be failed rather than left waiting. Only a number or a simple string
-/// is recognised; anything else gives `None`.
-pub fn sniff_id(prefix: &[u8]) -> Option<Value> {
-    let text = String::from_utf8_lossy(&prefix[..prefix.len().min(4096)]);
-    // The id of a response normally precedes a large result; look for the key at the top
-    // level only in the sense of "before the first nested object".
-    let at = text.find("\"id\"")?;
-    let rest = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();
-    if let Some(s) = rest.strip_prefix('"') {
-        let end = s.find('"')?;
-        let id = &s[..end];
-        return (!id.contains('\\')).then(|| Value::String(id.to_string()));
-    }
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
-        .unwrap_or(rest.len());
-    rest[..end].parse::<i64>().ok().map(Value::from)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,18 +159,5 @@ mod tests {
             assert_eq!(k(bad).unwrap_err().code(), INVALID_REQUEST, "{bad}");
         }
         assert_eq!(k("{").unwrap_err().code(), PARSE_ERROR);
-    }
-
-    #[test]
-    fn ids_are_sniffed_from_a_prefix() {
-        assert_eq!(
-            sniff_id(br#"{"jsonrpc":"2.0","id":42,"result":{"content":[{"text":"xxxx"#),
-            Some(json!(42))
-        );
-        assert_eq!(
-            sniff_id(br#"{"id": "req-7", "result"#),
-            Some(json!("req-7"))
-        );
-        assert_eq!(sniff_id(br#"{"result":{"#), None);
     }
 }

@@ -5,7 +5,7 @@
 //! write replaces the file atomically (write, sync, rename): a crash leaves the old pins or
 //! the new ones, never half of each.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -56,7 +56,12 @@ pub fn file_name(server: &str) -> String {
 impl PinFile {
     /// The pins of `server` under `dir` (created if missing, owner-only).
     pub fn open(dir: &Path, server: &str) -> Result<PinFile, PinError> {
-        std::fs::create_dir_all(dir).map_err(|e| PinError::Io(dir.to_path_buf(), e))?;
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| PinError::Io(dir.to_path_buf(), e))?;
         let path = dir.join(file_name(server));
         Ok(PinFile {
             lock: path.with_extension("lock"),
@@ -97,10 +102,12 @@ impl PinFile {
 
     /// Holds the lock while `f` runs.
     pub fn locked<R>(&self, f: impl FnOnce(&Self) -> R) -> Result<R, PinError> {
+        use std::os::unix::fs::OpenOptionsExt;
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
             .open(&self.lock)
             .map_err(|e| PinError::Io(self.lock.clone(), e))?;
         lock.lock()
@@ -150,7 +157,14 @@ pub fn write_atomic(path: &Path, doc: &PinDoc) -> Result<(), PinError> {
     let text = serde_json::to_string_pretty(doc)
         .map_err(|e| PinError::Corrupt(path.to_path_buf(), e.to_string()))?;
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut f = File::create(&tmp).map_err(io)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(io)?;
     f.write_all(text.as_bytes()).map_err(io)?;
     f.write_all(b"\n").map_err(io)?;
     f.sync_all().map_err(io)?;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::frame::{self, Frame};
 use crate::gateway::{Gateway, Out};
@@ -58,6 +58,8 @@ pub enum Ended {
     ClientClosed,
     /// The server exited (with its status code, if it had one).
     ServerExited(Option<i32>),
+    /// Asked to stop (a signal); the server was terminated.
+    Shutdown,
 }
 
 fn environment(env: &[String]) -> Vec<(String, OsString)> {
@@ -98,36 +100,108 @@ pub fn spawn(cmd: &ServerCommand) -> Result<Child, StdioError> {
 
 /// Terminates the child's whole process group: `npx` and shell wrappers start grandchildren
 /// that would otherwise outlive the gateway.
-pub async fn terminate(child: &mut Child) {
-    let Some(pid) = child.id() else { return };
-    let group = format!("-{pid}");
-    let signal = |sig: &str| {
-        let _ = std::process::Command::new("kill")
-            .args([sig, "--", &group])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+/// `group` is the child's pid taken at spawn (its process group id): once the child is
+/// reaped its handle no longer knows it, and the group may outlive it.
+pub async fn terminate(child: &mut Child, group: Option<u32>) {
+    let signal = |sig: &'static str| async move {
+        if let Some(pid) = group {
+            let _ = Command::new("kill")
+                .args([sig, "--", &format!("-{pid}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .await;
+        }
     };
-    signal("-TERM");
+    signal("-TERM").await;
     if tokio::time::timeout(Duration::from_secs(2), child.wait())
         .await
         .is_err()
     {
-        signal("-KILL");
         let _ = child.start_kill();
         let _ = child.wait().await;
-    } else {
-        // The leader is gone; make sure the rest of the group is too.
-        signal("-KILL");
+    }
+    // The leader is gone; make sure the rest of the group is too.
+    signal("-KILL").await;
+}
+
+/// Bytes queued towards each side at most: a side that stops reading slows the other down
+/// instead of growing memory.
+pub const QUEUE_BYTES: usize = 64 << 20;
+
+/// A serialised message and its share of the queue's byte budget.
+type Queued = Option<(Vec<u8>, OwnedSemaphorePermit)>;
+
+/// One direction: a bounded queue of lines and its byte budget.
+#[derive(Clone)]
+struct Lane {
+    tx: mpsc::Sender<Queued>,
+    budget: Arc<Semaphore>,
+}
+
+impl Lane {
+    fn new() -> (Lane, mpsc::Receiver<Queued>) {
+        let (tx, rx) = mpsc::channel(256);
+        let lane = Lane {
+            tx,
+            budget: Arc::new(Semaphore::new(QUEUE_BYTES)),
+        };
+        (lane, rx)
+    }
+
+    async fn send(&self, v: &Value) -> bool {
+        let mut line = v.to_string().into_bytes();
+        line.push(b'\n');
+        // A single message larger than the budget takes all of it.
+        let want = u32::try_from(line.len().min(QUEUE_BYTES)).unwrap_or(u32::MAX);
+        let Ok(permit) = Arc::clone(&self.budget).acquire_many_owned(want).await else {
+            return false;
+        };
+        self.tx.send(Some((line, permit))).await.is_ok()
+    }
+
+    /// Asks the writer to finish what is queued and close its side.
+    async fn close(&self) {
+        let _ = self.tx.send(None).await;
     }
 }
 
-/// Relays between `client_in`/`client_out` and the server child until one side ends.
+async fn route(outs: Vec<Out>, client: &Lane, server: &Lane) -> bool {
+    for o in outs {
+        let ok = match o {
+            Out::Client(v) => client.send(&v).await,
+            Out::Server(v) => server.send(&v).await,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+fn writer<W>(mut out: W, mut queue: mpsc::Receiver<Queued>) -> tokio::task::JoinHandle<()>
+where
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        while let Some(Some((line, permit))) = queue.recv().await {
+            if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
+                break;
+            }
+            drop(permit);
+        }
+        let _ = out.shutdown().await;
+    })
+}
+
+/// Relays between `client_in`/`client_out` and the server child until one side ends or
+/// `shutdown` completes.
 pub async fn relay<I, O>(
     gateway: Arc<Gateway>,
     mut child: Child,
     client_in: I,
-    mut client_out: O,
+    client_out: O,
+    shutdown: impl std::future::Future<Output = ()>,
 ) -> Ended
 where
     I: tokio::io::AsyncRead + Unpin + Send + 'static,
@@ -135,162 +209,146 @@ where
 {
     let start = Instant::now();
     let now = move || start.elapsed().as_millis() as u64;
-    let (Some(mut server_in), Some(server_out), Some(server_err)) =
+    let group = child.id();
+    let (Some(server_in), Some(server_out), Some(server_err)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
+        terminate(&mut child, group).await;
         return Ended::ServerExited(None);
     };
 
-    // Bounded queues: a side that stops reading slows the other down, never grows memory.
-    let (to_client, mut client_q) = mpsc::channel::<Value>(256);
-    let (to_server, mut server_q) = mpsc::channel::<Value>(256);
+    let (to_client, client_q) = Lane::new();
+    let (to_server, server_q) = Lane::new();
+    let client_writer = writer(client_out, client_q);
+    let mut server_writer = writer(server_in, server_q);
 
-    let client_writer = tokio::spawn(async move {
-        while let Some(v) = client_q.recv().await {
-            let mut line = v.to_string();
-            line.push('\n');
-            if client_out.write_all(line.as_bytes()).await.is_err()
-                || client_out.flush().await.is_err()
-            {
-                break;
-            }
-        }
-    });
-    let server_writer = tokio::spawn(async move {
-        while let Some(v) = server_q.recv().await {
-            let mut line = v.to_string();
-            line.push('\n');
-            if server_in.write_all(line.as_bytes()).await.is_err()
-                || server_in.flush().await.is_err()
-            {
-                break;
-            }
-        }
-        // Dropping stdin tells the server the client is gone.
-    });
+    // The server's stderr, line by line, into ours — written asynchronously, so a slow
+    // reader of our stderr does not stall the relay.
     tokio::spawn(async move {
         let mut lines = BufReader::new(server_err);
+        let mut err = tokio::io::stderr();
         loop {
-            match frame::read(&mut lines, 64 * 1024).await {
-                Ok(Frame::Line(l)) => eprintln!("[server] {}", String::from_utf8_lossy(&l)),
-                Ok(Frame::Oversized(p)) => {
-                    eprintln!("[server] {}… (line cut)", String::from_utf8_lossy(&p))
-                }
+            let line = match frame::read(&mut lines, 64 * 1024).await {
+                Ok(Frame::Line(l)) => l,
+                Ok(Frame::Oversized(_)) => b"(a line over 64 KiB, not shown)".to_vec(),
                 Ok(Frame::Eof) | Err(_) => break,
+            };
+            let mut out = b"[server] ".to_vec();
+            out.extend_from_slice(&line);
+            out.push(b'\n');
+            if err.write_all(&out).await.is_err() {
+                break;
             }
         }
     });
-
-    let route = |outs: Vec<Out>, to_client: mpsc::Sender<Value>, to_server: mpsc::Sender<Value>| async move {
-        for o in outs {
-            let ok = match o {
-                Out::Client(v) => to_client.send(v).await.is_ok(),
-                Out::Server(v) => to_server.send(v).await.is_ok(),
-            };
-            if !ok {
-                return false;
-            }
-        }
-        true
-    };
 
     // Server → client.
     let server_side = {
         let gateway = Arc::clone(&gateway);
-        let to_client = to_client.clone();
-        let to_server = to_server.clone();
+        let (to_client, to_server) = (to_client.clone(), to_server.clone());
         tokio::spawn(async move {
             let mut reader = BufReader::new(server_out);
             loop {
                 let outs = match frame::read(&mut reader, MAX_FRAME).await {
                     Ok(Frame::Line(l)) => gateway.from_server(&l, now()),
-                    Ok(Frame::Oversized(prefix)) => {
-                        gateway.oversized_from_server(&prefix, MAX_FRAME)
-                    }
+                    Ok(Frame::Oversized(id)) => gateway.oversized_from_server(id, MAX_FRAME),
                     Ok(Frame::Eof) | Err(_) => break,
                 };
-                if !route(outs, to_client.clone(), to_server.clone()).await {
+                if !route(outs, &to_client, &to_server).await {
                     break;
                 }
             }
         })
     };
 
-    // Client → server.
+    // Client → server. At the client's end of input, what it sent is still delivered
+    // before the server's stdin is closed.
     let client_side = {
         let gateway = Arc::clone(&gateway);
-        let to_client = to_client.clone();
-        let to_server = to_server.clone();
+        let (to_client, to_server) = (to_client.clone(), to_server.clone());
         tokio::spawn(async move {
             let mut reader = BufReader::new(client_in);
             loop {
                 let outs = match frame::read(&mut reader, MAX_FRAME).await {
                     Ok(Frame::Line(l)) => gateway.from_client(&l, now()),
-                    Ok(Frame::Oversized(prefix)) => vec![Out::Client(jsonrpc::error(
-                        &jsonrpc::sniff_id(&prefix).unwrap_or(Value::Null),
+                    Ok(Frame::Oversized(id)) => vec![Out::Client(jsonrpc::error(
+                        &id.unwrap_or(Value::Null),
                         jsonrpc::INVALID_REQUEST,
                         &format!("message larger than {MAX_FRAME} bytes"),
                         None,
                     ))],
                     Ok(Frame::Eof) | Err(_) => break,
                 };
-                if !route(outs, to_client.clone(), to_server.clone()).await {
+                if !route(outs, &to_client, &to_server).await {
                     break;
                 }
             }
+            to_server.close().await;
         })
     };
 
     // Requests the server sits on are failed when their time is up.
     let ticker = {
         let gateway = Arc::clone(&gateway);
-        let to_client = to_client.clone();
-        let to_server = to_server.clone();
+        let (to_client, to_server) = (to_client.clone(), to_server.clone());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(250));
             loop {
                 tick.tick().await;
-                let outs = gateway.expire(now());
-                if !route(outs, to_client.clone(), to_server.clone()).await {
+                if !route(gateway.expire(now()), &to_client, &to_server).await {
                     break;
                 }
             }
         })
     };
-    drop(to_server);
 
-    tokio::pin!(server_side, client_side);
+    tokio::pin!(server_side, client_side, shutdown);
     let ended = tokio::select! {
         _ = &mut client_side => {
-            // Close the server's stdin (dropping its writer closes the pipe), give it a
-            // moment to exit by itself, then end it.
             ticker.abort();
-            server_writer.abort();
-            let exited = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
-            if exited.is_err() {
-                terminate(&mut child).await;
+            // The server's stdin closes once its queue is written; give it a moment to exit
+            // by itself, then end its group.
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut server_writer).await;
+            if tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_err() {
+                terminate(&mut child, group).await;
             }
             Ended::ClientClosed
         }
         _ = &mut server_side => {
-            let status = child.wait().await.ok().and_then(|s| s.code());
-            let why = match status {
-                Some(c) => format!("it exited with status {c}"),
-                None => "it was killed or closed its output".to_string(),
-            };
-            for o in gateway.server_gone(&why) {
-                if let Out::Client(v) = o {
-                    let _ = to_client.send(v).await;
-                }
-            }
             ticker.abort();
             client_side.abort();
-            terminate(&mut child).await;
+            // The server closed its output: it is gone or going. Tell every waiting
+            // request first, then make sure of it.
+            let status = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
+                Ok(Ok(s)) => s.code(),
+                _ => None,
+            };
+            let why = match status {
+                Some(c) => format!("it exited with status {c}"),
+                None => "it closed its output".to_string(),
+            };
+            for o in gateway.server_gone(&why) {
+                if let Out::Client(v) = o
+                    && !to_client.send(&v).await
+                {
+                    break;
+                }
+            }
+            terminate(&mut child, group).await;
             Ended::ServerExited(status)
         }
+        _ = &mut shutdown => {
+            ticker.abort();
+            client_side.abort();
+            server_side.abort();
+            terminate(&mut child, group).await;
+            Ended::Shutdown
+        }
     };
-    drop(to_client);
     server_writer.abort();
+    to_client.close().await;
+    drop(to_client);
+    drop(to_server);
     // Let what is queued for the client go out.
     let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
     ended

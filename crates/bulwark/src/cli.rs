@@ -74,8 +74,8 @@ pub enum Command {
     /// standard input/output and runs the server as a child: the one-line change in a
     /// Claude Desktop, Claude Code or Cursor configuration. Refused calls are answered with
     /// JSON-RPC errors carrying the decision (or, with `mcp.block_as: result`, an `isError`
-    /// result); tool definitions are pinned per server in STATE_DIR/pins, and a changed,
-    /// poisoned or shadowing tool is withheld until `bulwark pins accept`. See docs/mcp.md.
+    /// result); tool definitions are pinned per server in STATE_DIR/pins: a changed one is
+    /// withheld until `bulwark pins accept`, a poisoned one always. See docs/mcp.md.
     Mcp(McpArgs),
     /// Pinned MCP tool definitions: list them, accept a withheld one, or forget them.
     #[command(subcommand)]

@@ -10,10 +10,12 @@ use crate::cli::{Common, InitArgs};
 
 /// The `--audit` file, opened for appending.
 pub fn open_audit(path: Option<&Path>) -> Result<Option<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
     path.map(|p| {
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(p)
             .with_context(|| format!("cannot open audit file {}", p.display()))
     })

@@ -61,44 +61,38 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         argv: args.command.clone(),
         env,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    // Two workers: pins I/O (a lock, an fsync) and log writes block a worker for a moment,
+    // and the relay must go on meanwhile.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
     runtime.block_on(async move {
         let child = stdio::spawn(&command)?;
-        let pid = child.id();
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
-        let relay = stdio::relay(
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        };
+        let ended = stdio::relay(
             Arc::new(gateway),
             child,
             tokio::io::stdin(),
             tokio::io::stdout(),
-        );
-        let ended = tokio::select! {
-            e = relay => Some(e),
-            _ = term.recv() => None,
-            _ = int.recv() => None,
-        };
+            shutdown,
+        )
+        .await;
         Ok(match ended {
-            Some(Ended::ClientClosed) => ExitCode::SUCCESS,
-            Some(Ended::ServerExited(code)) => {
+            Ended::ClientClosed => ExitCode::SUCCESS,
+            Ended::ServerExited(code) => {
                 eprintln!("bulwark mcp [{identity}]: the server exited ({code:?})");
                 ExitCode::from(code.and_then(|c| u8::try_from(c).ok()).unwrap_or(1))
             }
-            None => {
-                if let Some(pid) = pid {
-                    // The relay (and its child handle) is gone; end the whole group.
-                    for sig in ["-TERM", "-KILL"] {
-                        let _ = std::process::Command::new("kill")
-                            .args([sig, "--", &format!("-{pid}")])
-                            .stderr(std::process::Stdio::null())
-                            .status();
-                    }
-                }
-                ExitCode::from(130)
-            }
+            Ended::Shutdown => ExitCode::from(130),
         })
     })
 }
@@ -194,6 +188,19 @@ pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
             let file = PinFile::open(&dir, &server)?;
             file.locked(|f| -> Result<()> {
                 let mut records = f.load()?;
+                if let Some(code) = records
+                    .iter()
+                    .filter(|r| r.tool.eq_ignore_ascii_case(tool))
+                    .find_map(|r| r.withheld)
+                    .filter(|c| *c != bulwark_engine::ReasonCode::RugPull)
+                {
+                    bail!(
+                        "{tool:?} is withheld for what its definition says ({}), not because it changed; \
+                         accepting would be undone at the next listing. Review the definition; if it is a \
+                         false positive, change the policy's content.definition action for that category",
+                        code.as_str()
+                    );
+                }
                 for r in records
                     .iter_mut()
                     .filter(|r| r.tool.eq_ignore_ascii_case(tool))
@@ -252,8 +259,14 @@ pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
                             Ok(())
                         })??;
                     }
-                    // A whole server, or a file too damaged to read: remove it.
-                    _ => {
+                    // A whole server: emptied under its lock, so a gateway in the middle of a
+                    // listing cannot write the old pins back afterwards.
+                    (None, Some(name)) => {
+                        PinFile::open(&dir, &name)?.locked(|f| f.save(Vec::new()))??;
+                        touched += 1;
+                    }
+                    // A file too damaged to read: removed.
+                    (_, None) => {
                         std::fs::remove_file(&path)
                             .with_context(|| format!("cannot remove {}", path.display()))?;
                         touched += 1;

@@ -259,6 +259,17 @@ fn a_hostile_server_is_contained() {
     assert_eq!(r["error"]["message"], "result_blocked");
     assert!(!r.to_string().contains("evil.example"), "{r}");
 
+    // An error answer is server text too: decided like a result.
+    let r = g.call("failing", json!({}));
+    assert_eq!(r["error"]["code"], -32095, "{r}");
+    assert!(!r.to_string().contains("evil.example"), "{r}");
+    // Instructions hidden in a schema's property names withhold the tool.
+    assert!(!tools.contains(&"lookup".to_string()), "{tools:?}");
+    let r = g.call("lookup", json!({}));
+    assert_eq!(r["error"]["code"], -32096, "{r}");
+    // A tools/call without an id is not forwarded (a server might act on it unseen).
+    g.send_raw(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"run_sql","arguments":{"sql":"DROP TABLE users"}}}"#);
+
     // A result carrying an AWS key is returned masked.
     let r = g.call("get_config", json!({}));
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
@@ -284,6 +295,10 @@ fn a_hostile_server_is_contained() {
     let (status, err) = g.finish();
     assert!(status.success(), "{err}");
     assert!(err.contains("block call run_sql"), "{err}");
+    assert!(
+        err.contains("dropped a tools/call sent as a notification"),
+        "{err}"
+    );
     // One audit line per evaluated message: 10 definitions + instructions + calls + results.
     let lines = std::fs::read_to_string(&audit).unwrap();
     let decisions: Vec<Value> = lines
@@ -375,7 +390,8 @@ fn slow_huge_and_crashing_servers_fail_cleanly() {
         "{r}"
     );
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-    // A result larger than the frame limit: refused, the session goes on.
+    // A result larger than the frame limit — written as the TypeScript SDK writes, id last
+    // and an "id" nested inside — refused for the right request; the session goes on.
     let r = g.call("big", json!({}));
     assert_eq!(r["error"]["code"], -32095, "{r}");
     let r = g.call("echo", json!({"message": "still here"}));
@@ -398,6 +414,25 @@ fn slow_huge_and_crashing_servers_fail_cleanly() {
     );
     let (status, err) = g.finish();
     assert_eq!(status.code(), Some(3), "{err}");
+}
+
+#[test]
+fn a_server_that_closes_its_output_is_treated_as_gone() {
+    let state = scratch();
+    let mut g = Gateway::hostile(&state, &[]);
+    g.initialize();
+    g.tool_names();
+    let t = Instant::now();
+    let r = g.call("hang_up", json!({}));
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("gone"),
+        "{r}"
+    );
+    // The server process is ended, not left running (it would sleep for 10 minutes).
+    let (status, err) = g.finish();
+    assert!(!status.success(), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(12), "{:?}", t.elapsed());
 }
 
 #[test]

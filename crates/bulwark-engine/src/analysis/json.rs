@@ -59,6 +59,29 @@ fn walk_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
+/// Every object key in the document, one per line: text a server chose, which a model
+/// reads (a schema's property names, a result's field names) and which can carry
+/// instructions or a secret as well as any value can.
+pub fn keys(v: &Value) -> String {
+    let mut out = String::new();
+    walk_keys(v, &mut out);
+    out
+}
+
+fn walk_keys(v: &Value, out: &mut String) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| walk_keys(x, out)),
+        Value::Object(o) => {
+            for (k, x) in o {
+                out.push_str(k);
+                out.push('\n');
+                walk_keys(x, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The RFC 6901 pointer of the `index`-th string leaf as [`strings`] orders them. Pointers
 /// are built only for the few strings a finding names, not for every string scanned.
 pub fn pointer_of(v: &Value, index: usize) -> Option<String> {

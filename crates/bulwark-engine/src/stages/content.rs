@@ -95,7 +95,17 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         }
         _ => call.payload(),
     };
-    let strings = json::strings(doc);
+    // Keys are read too where the other side wrote them (results, definitions); they are
+    // scanned as one extra text after the values.
+    let keys_text = match call.direction {
+        Direction::Response | Direction::Definition => json::keys(doc),
+        _ => String::new(),
+    };
+    let mut strings = json::strings(doc);
+    let keys_index = (!keys_text.is_empty()).then(|| {
+        strings.push(&keys_text);
+        strings.len() - 1
+    });
     let total: usize = strings.iter().map(|s| s.len()).sum();
     let limit = ctx.policy.content.max_scan_bytes;
     if total > limit {
@@ -141,12 +151,18 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let mut to_mask: Vec<(&ContentFinding, String)> = Vec::new();
     for f in &out.findings {
         // Below the direction's threshold a finding is reported, not acted on.
-        let action = if f.severity < threshold {
-            Verdict::Allow
-        } else {
-            table.get(f.category)
+        let on_keys = Some(f.string) == keys_index;
+        let action = match (f.severity < threshold, table.get(f.category)) {
+            (true, _) => Verdict::Allow,
+            // A key cannot be masked and stay the same document: refuse instead.
+            (false, Verdict::Mask) if on_keys => Verdict::Block,
+            (false, a) => a,
         };
-        let pointer = json::pointer_of(doc, f.string);
+        let pointer = if on_keys {
+            Some("(object keys)".to_string())
+        } else {
+            json::pointer_of(doc, f.string)
+        };
         ctx.findings.push(Finding {
             rule_id: f.rule_id.clone(),
             category: f.category.as_str().to_string(),

@@ -115,6 +115,17 @@ fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         }
         return;
     }
+    if env.pins.is_full() {
+        ctx.raise(
+            Verdict::Block,
+            ReasonCode::InvalidInput,
+            None,
+            Some(Severity::High),
+            format!("Tool {name:?} is new, and the pin table is full; it is withheld."),
+            Some("Ask the operator to reset pins of servers no longer used.".into()),
+        );
+        return;
+    }
     if server.is_some()
         && let Some(other) = env
             .pins
@@ -144,6 +155,13 @@ pub(crate) fn commit_definition(ctx: &Ctx<'_>, env: &mut Env<'_>, allowed: bool)
     let name = &call.tool.name;
     let digest = definition_digest(name, def);
     if allowed {
+        if env
+            .pins
+            .get(server, name)
+            .is_some_and(|p| p.digest == digest)
+        {
+            env.pins.learn_schema(server, name, &def.input_schema);
+        }
         if env.pins.get(server, name).is_none() {
             env.pins.set(
                 server,
