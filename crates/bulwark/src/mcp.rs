@@ -61,10 +61,11 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         argv: args.command.clone(),
         env,
     };
-    // Two workers: pins I/O (a lock, an fsync) and log writes block a worker for a moment,
-    // and the relay must go on meanwhile.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: every message hops between the client's and the server's pipes, and on a
+    // small machine cross-thread wake-ups cost more than they give (measured: p99 added at
+    // 3k calls/s 379 µs here against 458-649 µs with two workers). Pins I/O and log lines
+    // block it for moments; the server's stderr is copied asynchronously.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
