@@ -5,11 +5,11 @@
 //! [`Service`] answers one JSON-RPC line; it knows nothing of sockets, so the same code is
 //! tested without them and served by [`crate::server`].
 
-use std::fs::File;
-use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use bulwark_audit::AuditLog;
 use std::time::Instant;
 
 use bulwark_engine::{Call, Decision, Engine, Principal, SharedEngine, Verdict};
@@ -58,6 +58,14 @@ impl Evaluator {
     pub fn evaluate_line(&self, text: &str) -> Decision {
         let t0 = Instant::now();
         let mut d = self.shared.evaluate_line(text, self.now_ms());
+        d.eval_us = t0.elapsed().as_micros() as u64;
+        d
+    }
+
+    /// Decides one call after raising its session's taint by `taint`.
+    pub fn evaluate_tainted(&self, call: &Call, taint: &[bulwark_engine::Taint]) -> Decision {
+        let t0 = Instant::now();
+        let mut d = self.shared.evaluate_tainted(call, self.now_ms(), taint);
         d.eval_us = t0.elapsed().as_micros() as u64;
         d
     }
@@ -164,7 +172,7 @@ pub struct Service {
     /// The shared evaluator.
     pub evaluator: Evaluator,
     source: PolicySource,
-    audit: Option<Mutex<File>>,
+    audit: Option<Arc<AuditLog>>,
     /// Counters.
     pub stats: Stats,
     started: Instant,
@@ -174,7 +182,7 @@ impl Service {
     /// A service for the policy at `source`, writing decisions to `audit` when given.
     pub fn new(
         source: PolicySource,
-        audit: Option<File>,
+        audit: Option<Arc<AuditLog>>,
     ) -> Result<Service, bulwark_policy::PolicyError> {
         let policy = source.load()?;
         let evaluator = Evaluator::new(policy);
@@ -182,7 +190,7 @@ impl Service {
         Ok(Service {
             evaluator,
             source,
-            audit: audit.map(Mutex::new),
+            audit,
             stats: Stats::default(),
             started: Instant::now(),
         })
@@ -221,7 +229,7 @@ impl Service {
         })
     }
 
-    fn record(&self, d: &Decision) {
+    fn record(&self, d: &Decision, call: &Call) -> Result<(), RpcError> {
         self.stats.evaluations.fetch_add(1, Ordering::Relaxed);
         let i = match d.decision {
             Verdict::Allow => 0,
@@ -235,15 +243,32 @@ impl Service {
             self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(a) = &self.audit {
-            let mut f = match a.lock() {
-                Ok(f) => f,
-                Err(poisoned) => poisoned.into_inner(),
+            let entry = bulwark_audit::Entry {
+                front: "daemon",
+                session: &call.session,
+                principal: call.principal.id.as_deref(),
+                server: call.tool.server.as_deref(),
+                direction: call.direction.as_str(),
+                args: call.payload(),
+                decision: d,
             };
-            // The audit issue makes this tamper-evident; until then a failed write is reported
-            // on stderr rather than failing the call.
-            if let Err(e) = writeln!(f, "{}", d.to_json()) {
-                eprintln!("bulwark daemon: cannot write the audit file: {e}");
+            // A decision the log cannot hold is not given: the caller gets an error instead.
+            if let Err(e) = a.record(&entry) {
+                eprintln!("bulwark daemon: {e}");
+                return Err(RpcError::new(
+                    rpc::INTERNAL_ERROR,
+                    format!("the audit log cannot be written, so the call is not decided: {e}"),
+                ));
             }
+        }
+        Ok(())
+    }
+
+    /// Closes the audit log with a signed closing checkpoint.
+    pub fn close_audit(&self) -> Result<(), bulwark_audit::AuditError> {
+        match &self.audit {
+            Some(a) => a.close(),
+            None => Ok(()),
         }
     }
 
@@ -253,7 +278,7 @@ impl Service {
         let max = (limits.max_args_bytes, limits.max_result_bytes);
         let call = evaluate::call_from_params(params, max, peer.principal())?;
         let d = self.evaluator.evaluate(&call);
-        self.record(&d);
+        self.record(&d, &call)?;
         Ok(evaluate::reply(&d))
     }
 
@@ -269,10 +294,25 @@ impl Service {
                 "time_ms: not accepted over the socket; the daemon's own clock is used",
             ));
         }
-        let d = self
-            .evaluator
-            .evaluate_line_as(&params.to_string(), peer.principal());
-        self.record(&d);
+        let n = self.stats.requests.load(Ordering::Relaxed);
+        let (d, call) = match bulwark_engine::line::parse(&params.to_string(), &format!("call-{n}"))
+        {
+            Ok(mut l) => {
+                l.call.principal = peer.principal();
+                (
+                    self.evaluator.evaluate_tainted(&l.call, &l.session_taint),
+                    l.call,
+                )
+            }
+            Err(e) => (
+                Decision::invalid_input(
+                    format!("not a call: {e}"),
+                    &self.evaluator.policy().policy().version,
+                ),
+                Call::request(format!("call-{n}"), "(invalid)", Value::Null),
+            ),
+        };
+        self.record(&d, &call)?;
         serde_json::to_value(&d).map_err(|e| RpcError::new(rpc::INTERNAL_ERROR, e.to_string()))
     }
 

@@ -555,25 +555,38 @@ fn stats_count_what_happened() {
 }
 
 #[test]
-fn every_decision_reaches_the_audit_file() {
+fn every_decision_reaches_the_audit_log_and_it_verifies() {
     let path = scratch().join("audit.jsonl");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .unwrap();
-    let s = Service::new(PolicySource::Builtin, Some(file)).unwrap();
+    let keys = bulwark_audit::AuditKeys::from_bytes([1; 32], [2; 32]);
+    let log = std::sync::Arc::new(
+        bulwark_audit::AuditLog::open(&path, keys.clone(), "daemon", Default::default()).unwrap(),
+    );
+    let s = Service::new(PolicySource::Builtin, Some(log)).unwrap();
     result(&s, &evaluate("call_api", json!({"destination": "1.1.1.1"})));
     result(
         &s,
-        r#"{"jsonrpc":"2.0","id":1,"method":"check","params":{"tool":"bash","args":{"command":"ls"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"check","params":{"tool":"bash","session":"s7","args":{"command":"ls"}}}"#,
     );
+    s.close_audit().unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<Value> = text
+    let decisions: Vec<Value> = text
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "decision")
         .collect();
-    assert_eq!(lines.len(), 2, "{text}");
-    assert_eq!(lines[0]["tool"], "call_api");
-    assert_eq!(lines[1]["tool"], "bash");
+    assert_eq!(decisions.len(), 2, "{text}");
+    assert_eq!(decisions[0]["tool"], "call_api");
+    assert_eq!(decisions[1]["tool"], "bash");
+    assert_eq!(decisions[1]["session"], "s7");
+    assert_eq!(decisions[1]["front"], "daemon");
+    let report = bulwark_audit::verify(
+        std::io::BufReader::new(text.as_bytes()),
+        &bulwark_audit::VerifyKey::Public(keys.public()),
+    )
+    .unwrap();
+    assert!(report.closed);
+    // After the log is closed, nothing is decided unrecorded.
+    let (code, msg) = error(&s, &evaluate("call_api", json!({"destination": "1.1.1.1"})));
+    assert_eq!(code, -32603, "{msg}");
+    assert!(msg.contains("audit"), "{msg}");
 }

@@ -18,9 +18,9 @@
 //! the client gets an error for each, never silence.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use bulwark_audit::AuditLog;
 use bulwark_engine::{
     Call, Decision, Definition, Direction, Principal, Profile, SharedEngine, ToolRef, Verdict,
 };
@@ -86,7 +86,7 @@ pub struct Gateway {
     tombstones: Mutex<std::collections::VecDeque<String>>,
     /// Tools withheld from the last listing, whatever the reason: never callable.
     withheld: Mutex<std::collections::HashSet<String>>,
-    audit: Option<Mutex<Box<dyn Write + Send>>>,
+    audit: Option<Arc<AuditLog>>,
     log: Box<dyn Fn(&str) + Send + Sync>,
 }
 
@@ -98,7 +98,7 @@ impl Gateway {
         engine: Arc<SharedEngine>,
         config: Config,
         pins: Option<PinFile>,
-        audit: Option<Box<dyn Write + Send>>,
+        audit: Option<Arc<AuditLog>>,
         log: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Result<Gateway, crate::pinfile::PinError> {
         let g = Gateway {
@@ -108,7 +108,7 @@ impl Gateway {
             pending: Mutex::new(HashMap::new()),
             tombstones: Mutex::new(std::collections::VecDeque::new()),
             withheld: Mutex::new(std::collections::HashSet::new()),
-            audit: audit.map(Mutex::new),
+            audit,
             log,
         };
         if let Some(p) = &g.pins {
@@ -177,23 +177,29 @@ impl Gateway {
         self.timeout_ms()
     }
 
-    fn record(&self, d: &Decision) {
-        if let Some(a) = &self.audit {
-            let mut f = match a.lock() {
-                Ok(f) => f,
-                Err(p) => p.into_inner(),
-            };
-            // The masked payload is data, not a decision: it stays out of the record.
-            let line = if d.masked.is_some() {
-                let mut d = d.clone();
-                d.masked = None;
-                d.to_json()
-            } else {
-                d.to_json()
-            };
-            if let Err(e) = writeln!(f, "{line}").and_then(|()| f.flush()) {
-                (self.log)(&format!("cannot write the audit file: {e}"));
-            }
+    /// Records a decision. When the log cannot take it, the decision becomes a block: a call
+    /// nobody can account for afterwards does not go through.
+    fn record(&self, d: &mut Decision, call: &Call) {
+        let Some(a) = &self.audit else { return };
+        let entry = bulwark_audit::Entry {
+            front: "mcp",
+            session: &call.session,
+            principal: call.principal.id.as_deref(),
+            server: call.tool.server.as_deref(),
+            direction: call.direction.as_str(),
+            args: call.payload(),
+            decision: d,
+        };
+        if let Err(e) = a.record(&entry) {
+            (self.log)(&e.to_string());
+            let version = d.policy_version.clone();
+            *d = Decision::invalid_input(
+                format!(
+                    "The audit log cannot be written ({e}); nothing is let through unrecorded."
+                ),
+                &version,
+            );
+            d.tool = call.tool.name.clone();
         }
     }
 
@@ -220,7 +226,7 @@ impl Gateway {
         let t0 = std::time::Instant::now();
         let mut d = self.engine.evaluate(call, now_ms);
         d.eval_us = t0.elapsed().as_micros() as u64;
-        self.record(&d);
+        self.record(&mut d, call);
         if d.decision > Verdict::Allow {
             (self.log)(&format!(
                 "{} {} {}: {}{}",

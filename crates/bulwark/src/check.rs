@@ -21,7 +21,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     config::state_dir(&args.common)?;
     let engine = Engine::new(policy);
     let mut state = State::new(engine.policy());
-    let mut audit = config::open_audit(args.audit.as_deref())?;
+    let audit = config::open_audit(&args.common, args.audit.as_deref(), "check")?;
     let mut runner = Runner {
         engine,
         state: &mut state,
@@ -32,6 +32,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         expected: false,
         malformed: false,
         out: std::io::stdout().lock(),
+        call: None,
     };
     let stdin = [std::path::PathBuf::from("-")];
     let files = if args.files.is_empty() {
@@ -47,7 +48,10 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                 File::open(f).with_context(|| format!("cannot open {}", f.display()))?,
             ))
         };
-        runner.read(reader, audit.as_mut())?;
+        runner.read(reader, audit.as_deref())?;
+    }
+    if let Some(a) = &audit {
+        a.close()?;
     }
     if runner.expected {
         writeln!(
@@ -74,10 +78,16 @@ struct Runner<'a, W: Write> {
     expected: bool,
     malformed: bool,
     out: W,
+    /// The call behind the decision being written, for the audit record.
+    call: Option<bulwark_engine::Call>,
 }
 
 impl<W: Write> Runner<'_, W> {
-    fn read(&mut self, mut reader: Box<dyn BufRead>, mut audit: Option<&mut File>) -> Result<()> {
+    fn read(
+        &mut self,
+        mut reader: Box<dyn BufRead>,
+        audit: Option<&bulwark_audit::AuditLog>,
+    ) -> Result<()> {
         let mut buf = Vec::new();
         loop {
             buf.clear();
@@ -95,6 +105,7 @@ impl<W: Write> Runner<'_, W> {
                 let mut sink = Vec::new();
                 reader.read_until(b'\n', &mut sink)?;
             }
+            self.call = None;
             let decision = if too_long {
                 self.invalid(format!(
                     "line {}: longer than {MAX_LINE_BYTES} bytes",
@@ -110,14 +121,28 @@ impl<W: Write> Runner<'_, W> {
                     Err(_) => self.invalid(format!("line {}: not UTF-8", self.n)),
                 }
             };
-            let json = decision.to_json();
-            writeln!(self.out, "{json}")?;
-            if let Some(a) = audit.as_deref_mut() {
-                writeln!(a, "{json}").context("cannot write the audit file")?;
+            if let Some(a) = audit {
+                let (session, principal, direction, args) = match &self.call {
+                    Some(c) => (
+                        c.session.as_str(),
+                        c.principal.id.as_deref(),
+                        c.direction.as_str(),
+                        &c.args,
+                    ),
+                    None => ("", None, "request", &serde_json::Value::Null),
+                };
+                // Recorded before it is shown: nothing is reported that the log lacks.
+                a.record(&bulwark_audit::Entry {
+                    front: "check",
+                    session,
+                    principal,
+                    server: None,
+                    direction,
+                    args,
+                    decision: &decision,
+                })?;
             }
-        }
-        if let Some(a) = audit {
-            a.flush()?;
+            writeln!(self.out, "{}", decision.to_json())?;
         }
         Ok(())
     }
@@ -141,6 +166,7 @@ impl<W: Write> Runner<'_, W> {
         let t0 = Instant::now();
         let mut d = self.engine.evaluate(&parsed.call, self.state, now);
         d.eval_us = t0.elapsed().as_micros() as u64;
+        self.call = Some(parsed.call.clone());
         if let Some(want) = parsed.expect {
             self.expected = true;
             if d.decision == want {

@@ -80,6 +80,38 @@ pub enum Command {
     /// Pinned MCP tool definitions: list them, accept a withheld one, or forget them.
     #[command(subcommand)]
     Pins(PinsCommand),
+    /// The audit log: verify it, or show its keys.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+/// `bulwark audit …`.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check an audit log: every record with the HMAC key (STATE_DIR/audit/hmac.key, or
+    /// BULWARK_AUDIT_HMAC_KEY), or every checkpoint and the records it covers with only the
+    /// public key (--pubkey). Names the first bad line. Exit status: 0 when the log checks
+    /// out and is closed, 1 when it does not (or is not closed and --open is not given), 2 on
+    /// error. See docs/audit-format.md.
+    Verify {
+        /// Shared options (the state directory holds the keys).
+        #[command(flatten)]
+        common: Common,
+        /// The log.
+        file: PathBuf,
+        /// Check with this Ed25519 public key (64 hex digits in a file) instead of the HMAC key.
+        #[arg(long, value_name = "FILE")]
+        pubkey: Option<PathBuf>,
+        /// Accept a log that does not end with a closing checkpoint (one still being written).
+        #[arg(long)]
+        open: bool,
+    },
+    /// Show the audit keys' id and where the public key is (creating the keys if needed).
+    Keys {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
 /// `bulwark mcp`.

@@ -8,18 +8,22 @@ use bulwark_policy::{Policy, Summary};
 
 use crate::cli::{Common, InitArgs};
 
-/// The `--audit` file, opened for appending.
-pub fn open_audit(path: Option<&Path>) -> Result<Option<std::fs::File>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    path.map(|p| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(p)
-            .with_context(|| format!("cannot open audit file {}", p.display()))
-    })
-    .transpose()
+/// The `--audit` log: HMAC-chained and checkpoint-signed with the keys in
+/// `STATE_DIR/audit/` (made on first use, or taken from the environment), with a thread
+/// doing its group commits and timed checkpoints.
+pub fn open_audit(
+    common: &Common,
+    path: Option<&Path>,
+    front: &str,
+) -> Result<Option<std::sync::Arc<bulwark_audit::AuditLog>>> {
+    let Some(path) = path else { return Ok(None) };
+    let dir = state_dir(common)?.join("audit");
+    let keys = bulwark_audit::AuditKeys::load_or_create(&dir)
+        .with_context(|| "the audit log needs its keys; refusing to write an unsigned one")?;
+    let log = bulwark_audit::AuditLog::open(path, keys, front, bulwark_audit::Options::default())?;
+    let log = std::sync::Arc::new(log);
+    log.spawn_ticker();
+    Ok(Some(log))
 }
 
 /// The policy named by `--policy`, or the built-in default.

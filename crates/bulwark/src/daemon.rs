@@ -26,7 +26,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         Some(p) => PolicySource::File(p.clone()),
         None => PolicySource::Builtin,
     };
-    let audit = config::open_audit(args.audit.as_deref())?;
+    let audit = config::open_audit(&args.common, args.audit.as_deref(), "daemon")?;
     let service = Arc::new(Service::new(source, audit).map_err(|e| {
         anyhow::anyhow!("{e}\npolicy refused; fix the errors above (see docs/policy.md)")
     })?);
@@ -76,7 +76,17 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
                 _ = int.recv() => {}
             }
         };
-        server::serve(listener, socket.clone(), service, limits, shutdown).await;
+        server::serve(
+            listener,
+            socket.clone(),
+            Arc::clone(&service),
+            limits,
+            shutdown,
+        )
+        .await;
+        if let Err(e) = service.close_audit() {
+            eprintln!("bulwark daemon: {e}");
+        }
         eprintln!("bulwark daemon: stopped; removed {}", socket.display());
         Ok(ExitCode::SUCCESS)
     })

@@ -9,8 +9,10 @@
 //! bulwark hook claude-code             # a Claude Code PreToolUse/PostToolUse hook
 //! bulwark mcp -- npx server-everything  # the MCP gateway around a stdio server
 //! bulwark pins list                     # pinned MCP tool definitions
+//! bulwark audit verify audit.jsonl      # check the tamper-evident audit log
 //! ```
 
+mod audit;
 mod check;
 mod cli;
 mod config;
@@ -57,6 +59,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Hook(HookCommand::ClaudeCode(args)) => Ok(hook::claude_code(&args)),
         Command::Mcp(args) => mcp::run(&args),
         Command::Pins(cmd) => mcp::pins(&cmd),
+        Command::Audit(cmd) => audit::run(&cmd),
         Command::Policy(PolicyCommand::Default) => {
             print!("{}", bulwark_policy::DEFAULT_POLICY);
             Ok(ExitCode::SUCCESS)

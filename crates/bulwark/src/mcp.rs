@@ -1,6 +1,5 @@
 //! `bulwark mcp` (the stdio gateway) and `bulwark pins`.
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -33,8 +32,8 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     let engine = Arc::new(SharedEngine::new(policy));
     engine.warm_up();
     let pins = PinFile::open(&pins_dir, &identity)?;
-    let audit: Option<Box<dyn Write + Send>> =
-        config::open_audit(args.audit.as_deref())?.map(|f| Box::new(f) as Box<dyn Write + Send>);
+    let audit = config::open_audit(&args.common, args.audit.as_deref(), "mcp")?;
+    let closer = audit.clone();
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
@@ -87,6 +86,11 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
             shutdown,
         )
         .await;
+        if let Some(a) = closer
+            && let Err(e) = a.close()
+        {
+            eprintln!("bulwark mcp [{identity}]: {e}");
+        }
         Ok(match ended {
             Ended::ClientClosed => ExitCode::SUCCESS,
             Ended::ServerExited(code) => {

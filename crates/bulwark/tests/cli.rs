@@ -140,36 +140,92 @@ fn check_reads_files_uses_a_policy_and_writes_the_audit_file() {
         "calls.jsonl",
         "{\"tool\":\"frobnicate\",\"expect\":\"block\"}\n",
     );
-    let audit =
-        std::env::temp_dir().join(format!("bulwark-cli-{}/audit.jsonl", std::process::id()));
-    let _ = std::fs::remove_file(&audit);
-    let o = bulwark(
-        &[
-            "check",
-            "--policy",
-            policy.to_str().unwrap(),
-            "--audit",
-            audit.to_str().unwrap(),
-            calls.to_str().unwrap(),
-        ],
-        "",
-    );
+    let dir = std::env::temp_dir().join(format!("bulwark-cli-audit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let audit = dir.join("audit.jsonl");
+    let state = dir.join("state");
+    let run = || {
+        bulwark(
+            &[
+                "check",
+                "--policy",
+                policy.to_str().unwrap(),
+                "--state-dir",
+                state.to_str().unwrap(),
+                "--audit",
+                audit.to_str().unwrap(),
+                calls.to_str().unwrap(),
+            ],
+            "",
+        )
+    };
+    let o = run();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rec: Value = serde_json::from_str(
-        std::fs::read_to_string(&audit)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(rec["reason_code"], "UNKNOWN_TOOL");
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let rec: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "decision")
+        .unwrap();
+    assert_eq!(rec["decision"]["reason_code"], "UNKNOWN_TOOL");
+    assert_eq!(rec["front"], "check");
     assert!(
-        rec["policy_version"]
+        rec["decision"]["policy_version"]
             .as_str()
             .unwrap()
             .starts_with("strict@")
     );
+    // A second run continues the same chain; the whole log verifies, with the HMAC key and
+    // with only the public key.
+    assert!(run().status.success());
+    let st = state.to_str().unwrap();
+    let o = bulwark(
+        &[
+            "audit",
+            "verify",
+            "--state-dir",
+            st,
+            audit.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 decisions"));
+    let pubkey = state.join("audit/signing.pub");
+    let o = bulwark(
+        &[
+            "audit",
+            "verify",
+            "--pubkey",
+            pubkey.to_str().unwrap(),
+            audit.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    // An edit is found, and the line named.
+    let edited = text.replacen("UNKNOWN_TOOL", "NONE", 1);
+    std::fs::write(&audit, edited).unwrap();
+    let o = bulwark(
+        &[
+            "audit",
+            "verify",
+            "--state-dir",
+            st,
+            audit.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("FAILED at line 2"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // A log that no longer verifies is not appended to.
+    let o = run();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not verify"));
 }
 
 #[test]
@@ -340,6 +396,9 @@ fn help_exists_for_every_command() {
         &["pins", "list", "--help"],
         &["pins", "accept", "--help"],
         &["pins", "reset", "--help"],
+        &["audit", "--help"],
+        &["audit", "verify", "--help"],
+        &["audit", "keys", "--help"],
     ] {
         let o = bulwark(args, "");
         assert!(o.status.success(), "{args:?}");

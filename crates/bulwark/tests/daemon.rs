@@ -468,6 +468,110 @@ fn a_hundred_concurrent_clients_get_their_own_answers_in_bounded_memory() {
     );
 }
 
+#[test]
+fn sigkill_under_load_loses_no_block_and_the_chain_still_verifies() {
+    let logs = scratch();
+    let audit = logs.join("audit.jsonl");
+    let audit_arg = audit.to_str().unwrap().to_string();
+    let d = Daemon::start(&["--audit", &audit_arg]);
+    let keys_from = d.dir.join("audit");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let socket = d.socket.clone();
+    // Four clients; every third call is refused (metadata address), each in its own session.
+    let clients: Vec<_> = (0..4u64)
+        .map(|c| {
+            let socket = socket.clone();
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut client = Client::connect(&socket);
+                let mut blocked = Vec::new();
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let session = c * 1_000_000 + i;
+                    let dest = if i.is_multiple_of(3) {
+                        "169.254.169.254"
+                    } else {
+                        "1.1.1.1"
+                    };
+                    let req = evaluate(i, "call_api", session, dest);
+                    if client
+                        .writer
+                        .write_all(format!("{req}\n").as_bytes())
+                        .is_err()
+                    {
+                        break; // the daemon is gone
+                    }
+                    let mut line = String::new();
+                    match client.reader.read_line(&mut line) {
+                        Ok(n) if n > 0 && line.ends_with('\n') => {}
+                        _ => break, // the daemon is gone
+                    }
+                    let v: Value = serde_json::from_str(&line).unwrap();
+                    if v["result"]["verdict"] == "BLOCK" {
+                        blocked.push(session);
+                    }
+                    i += 1;
+                }
+                blocked
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    // Killed outright, in the middle of the load: no chance to flush or checkpoint.
+    let mut d = d;
+    d.child.kill().unwrap();
+    d.child.wait().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut seen: Vec<u64> = clients
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    assert!(seen.len() > 20, "too little load: {}", seen.len());
+    // A second daemon with the same keys resumes the log.
+    let dir2 = scratch();
+    std::fs::create_dir_all(dir2.join("audit")).unwrap();
+    // The auditor's copy of the keys (the daemons' state directories go with them).
+    let auditor = logs.join("auditor");
+    std::fs::create_dir_all(auditor.join("audit")).unwrap();
+    for f in ["hmac.key", "signing.key", "signing.pub"] {
+        std::fs::copy(keys_from.join(f), dir2.join("audit").join(f)).unwrap();
+        std::fs::copy(keys_from.join(f), auditor.join("audit").join(f)).unwrap();
+    }
+    drop(d);
+    let d2 = Daemon::start_in(dir2.clone(), &["--audit", &audit_arg]);
+    let mut c = d2.client();
+    let r = c.call(&evaluate(1, "call_api", 42, "169.254.169.254"));
+    assert_eq!(r["result"]["verdict"], "BLOCK");
+    seen.push(42);
+    let (status, err) = d2.stop();
+    assert!(status.success(), "{err}");
+    // Every block a client saw is in the log, and the log verifies and is closed.
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let logged: std::collections::HashSet<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "decision" && v["decision"]["decision"] == "block")
+        .map(|v| v["session"].as_str().unwrap().to_string())
+        .collect();
+    for s in &seen {
+        assert!(
+            logged.contains(&s.to_string()),
+            "block for session {s} missing from the log"
+        );
+    }
+    assert!(
+        text.contains("\"type\":\"recover\""),
+        "the restart records the crash"
+    );
+    let o = Command::new(BIN)
+        .args(["audit", "verify", "--state-dir"])
+        .arg(&auditor)
+        .arg(&audit)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
 fn hook(args: &[&str], dir: &Path, input: &str) -> Output {
     let mut child = Command::new(BIN)
         .args(["hook", "claude-code", "--state-dir"])

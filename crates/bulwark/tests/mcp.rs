@@ -303,18 +303,34 @@ fn a_hostile_server_is_contained() {
     let lines = std::fs::read_to_string(&audit).unwrap();
     let decisions: Vec<Value> = lines
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "decision")
         .collect();
     assert!(decisions.len() >= 18, "{}", decisions.len());
     assert!(
         decisions
             .iter()
-            .any(|d| d["rule_id"] == "sql.drop_database")
+            .any(|d| d["decision"]["rule_id"] == "sql.drop_database"
+                && d["front"] == "mcp"
+                && d["server"] == "hostile")
     );
     assert!(
         !lines.contains("AKIAZ7KDPQXL4MWN3BVC"),
         "no secret in the audit"
     );
+    assert!(
+        !lines.contains("prod_customers"),
+        "arguments are digested, not stored"
+    );
+    // The gateway closed the log on its way out; it verifies with the public key alone.
+    let o = bulwark(&[
+        "audit",
+        "verify",
+        "--pubkey",
+        state.join("audit/signing.pub").to_str().unwrap(),
+        audit.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
 }
 
 #[test]

@@ -1,0 +1,344 @@
+//! The writer: appends records to a log file with group commit, checkpoints, and recovery
+//! after a crash.
+//!
+//! A block is written to the file before [`AuditLog::record`] returns, so a client never
+//! sees a refusal the log lacks, even if the process is killed the next instant. Other
+//! records wait in memory for the next group commit (at most [`Options::group`] records or
+//! [`Options::flush_ms`]), which [`AuditLog::tick`] performs; so does a checkpoint every
+//! [`Options::checkpoint_every`] records or [`Options::checkpoint_ms`]. After a failed
+//! write every later call to `record` fails: a front must not go on as if recorded.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bulwark_engine::{Decision, Verdict};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::keys::{AuditKeys, hex};
+use crate::record::{self, Chain};
+use crate::verify::{self, VerifyKey};
+
+/// When to commit and checkpoint.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Records buffered at most before they are written.
+    pub group: usize,
+    /// Buffered records are written at least this often (by [`AuditLog::tick`]).
+    pub flush_ms: u64,
+    /// A checkpoint after this many records.
+    pub checkpoint_every: u64,
+    /// A checkpoint at least this often, when there were records.
+    pub checkpoint_ms: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            group: 256,
+            flush_ms: 20,
+            checkpoint_every: 1000,
+            checkpoint_ms: 60_000,
+        }
+    }
+}
+
+/// Why the log cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The file system refused.
+    #[error("audit log {0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    /// The existing log does not verify: appending would hide that.
+    #[error("audit log {0} does not verify ({1}); move it aside (and keep it) to start a new one")]
+    Corrupt(PathBuf, verify::Failure),
+    /// An earlier write failed; nothing since is recorded.
+    #[error("audit log {0}: an earlier write failed ({1}); later decisions are not recorded")]
+    Failed(PathBuf, String),
+}
+
+/// What is recorded of one decision. The arguments are kept as a digest only.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry<'a> {
+    /// The front (`check`, `daemon`, `mcp`, `proxy`).
+    pub front: &'a str,
+    /// The session.
+    pub session: &'a str,
+    /// The principal, when known.
+    pub principal: Option<&'a str>,
+    /// The upstream server, when known.
+    pub server: Option<&'a str>,
+    /// `request`, `response`, `definition` or `proposal`.
+    pub direction: &'a str,
+    /// The arguments (hashed, never stored).
+    pub args: &'a Value,
+    /// The decision.
+    pub decision: &'a Decision,
+}
+
+struct Inner {
+    file: File,
+    buf: Vec<u8>,
+    buffered: usize,
+    chain: Chain,
+    since_checkpoint: u64,
+    last_checkpoint: Instant,
+    first_buffered: Option<Instant>,
+    failed: Option<String>,
+    closed: bool,
+}
+
+/// An open audit log.
+pub struct AuditLog {
+    path: PathBuf,
+    keys: AuditKeys,
+    opts: Options,
+    inner: Mutex<Inner>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl AuditLog {
+    /// Opens (or creates) the log at `path`. An existing log is verified with `keys`; a line
+    /// cut off by a crash is removed (and the removal recorded); then a `start` record
+    /// begins this writer's part.
+    pub fn open(
+        path: &Path,
+        keys: AuditKeys,
+        front: &str,
+        opts: Options,
+    ) -> Result<AuditLog, AuditError> {
+        let io = |e| AuditError::Io(path.to_path_buf(), e);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io)?;
+        let mut text = Vec::new();
+        file.read_to_end(&mut text).map_err(io)?;
+        let keep = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let dropped = text.len() - keep;
+        if dropped > 0 {
+            // A record half written when the writer died: not part of the chain.
+            file.set_len(keep as u64).map_err(io)?;
+            file.seek(SeekFrom::End(0)).map_err(io)?;
+        }
+        let report = verify::verify(
+            BufReader::new(&text[..keep]),
+            &VerifyKey::Hmac(keys.hmac, Some(keys.public())),
+        )
+        .map_err(|f| AuditError::Corrupt(path.to_path_buf(), f))?;
+        let log = AuditLog {
+            path: path.to_path_buf(),
+            keys,
+            opts,
+            inner: Mutex::new(Inner {
+                file,
+                buf: Vec::with_capacity(64 * 1024),
+                buffered: 0,
+                chain: report.chain.clone(),
+                since_checkpoint: 0,
+                last_checkpoint: Instant::now(),
+                first_buffered: None,
+                failed: None,
+                closed: false,
+            }),
+        };
+        {
+            let mut g = log.lock();
+            if report.records > 0 && !report.last_final {
+                let mut m = Map::new();
+                m.insert("type".into(), json!("recover"));
+                m.insert("ts".into(), json!(now_ms()));
+                m.insert("dropped_bytes".into(), json!(dropped));
+                m.insert(
+                    "note".into(),
+                    json!("the previous writer stopped without a closing checkpoint"),
+                );
+                log.push(&mut g, m);
+            }
+            let mut m = Map::new();
+            m.insert("type".into(), json!("start"));
+            m.insert("ts".into(), json!(now_ms()));
+            m.insert("front".into(), json!(front));
+            m.insert("key_id".into(), json!(log.keys.key_id()));
+            m.insert(
+                "public_key".into(),
+                json!(hex(&log.keys.public().to_bytes())),
+            );
+            log.push(&mut g, m);
+            log.write_out(&mut g)
+                .map_err(|e| AuditError::Io(path.to_path_buf(), e))?;
+        }
+        Ok(log)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    fn push(&self, g: &mut Inner, body: Map<String, Value>) {
+        let line = record::seal(&mut g.chain, &self.keys.hmac, body, None);
+        g.buf.extend_from_slice(line.as_bytes());
+        g.buf.push(b'\n');
+        g.buffered += 1;
+        g.since_checkpoint += 1;
+        g.first_buffered.get_or_insert_with(Instant::now);
+    }
+
+    fn write_out(&self, g: &mut Inner) -> std::io::Result<()> {
+        if g.buf.is_empty() {
+            return Ok(());
+        }
+        let r = g.file.write_all(&g.buf);
+        g.buf.clear();
+        g.buffered = 0;
+        g.first_buffered = None;
+        if let Err(e) = &r {
+            g.failed = Some(e.to_string());
+        }
+        r
+    }
+
+    fn checkpoint(&self, g: &mut Inner, last: bool) -> std::io::Result<()> {
+        let body = record::checkpoint(now_ms(), &g.chain, &self.keys.key_id(), last);
+        let line = record::seal(
+            &mut g.chain,
+            &self.keys.hmac,
+            body,
+            Some(&self.keys.signing),
+        );
+        g.buf.extend_from_slice(line.as_bytes());
+        g.buf.push(b'\n');
+        g.since_checkpoint = 0;
+        g.last_checkpoint = Instant::now();
+        self.write_out(g)?;
+        let r = g.file.sync_data();
+        if let Err(e) = &r {
+            g.failed = Some(e.to_string());
+        }
+        r
+    }
+
+    /// Records one decision. A block is on disk (in the kernel's hands) when this returns.
+    pub fn record(&self, e: &Entry<'_>) -> Result<(), AuditError> {
+        let mut body = Map::new();
+        body.insert("type".into(), json!("decision"));
+        body.insert("ts".into(), json!(now_ms()));
+        body.insert("front".into(), json!(e.front));
+        body.insert("session".into(), json!(e.session));
+        if let Some(p) = e.principal {
+            body.insert("principal".into(), json!(p));
+        }
+        if let Some(s) = e.server {
+            body.insert("server".into(), json!(s));
+        }
+        body.insert("tool".into(), json!(e.decision.tool));
+        body.insert("direction".into(), json!(e.direction));
+        let digest = Sha256::digest(bulwark_engine::canonical::to_string(e.args).as_bytes());
+        body.insert("args_sha256".into(), json!(hex(&digest)));
+        body.insert("decision".into(), decision_json(e.decision));
+        let block = e.decision.decision == Verdict::Block;
+        let mut g = self.lock();
+        if let Some(why) = &g.failed {
+            return Err(AuditError::Failed(self.path.clone(), why.clone()));
+        }
+        if g.closed {
+            return Err(AuditError::Failed(
+                self.path.clone(),
+                "the log is closed".into(),
+            ));
+        }
+        self.push(&mut g, body);
+        let due = block || g.buffered >= self.opts.group;
+        if due {
+            self.write_out(&mut g)
+                .map_err(|e| AuditError::Io(self.path.clone(), e))?;
+        }
+        if g.since_checkpoint >= self.opts.checkpoint_every {
+            self.checkpoint(&mut g, false)
+                .map_err(|e| AuditError::Io(self.path.clone(), e))?;
+        }
+        Ok(())
+    }
+
+    /// Group commit and timed checkpoints: call every few milliseconds.
+    pub fn tick(&self) {
+        let mut g = self.lock();
+        if g.closed || g.failed.is_some() {
+            return;
+        }
+        let flush_due = g
+            .first_buffered
+            .is_some_and(|t| t.elapsed() >= Duration::from_millis(self.opts.flush_ms));
+        if flush_due {
+            let _ = self.write_out(&mut g);
+        }
+        if g.since_checkpoint > 0
+            && g.last_checkpoint.elapsed() >= Duration::from_millis(self.opts.checkpoint_ms)
+        {
+            let _ = self.checkpoint(&mut g, false);
+        }
+    }
+
+    /// Writes what is buffered and a closing checkpoint. Further records are refused.
+    pub fn close(&self) -> Result<(), AuditError> {
+        let mut g = self.lock();
+        if g.closed {
+            return Ok(());
+        }
+        g.closed = true;
+        if let Some(why) = &g.failed {
+            return Err(AuditError::Failed(self.path.clone(), why.clone()));
+        }
+        self.checkpoint(&mut g, true)
+            .map_err(|e| AuditError::Io(self.path.clone(), e))
+    }
+
+    /// Starts a thread that calls [`AuditLog::tick`] until the log is closed.
+    pub fn spawn_ticker(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
+        let log = Arc::clone(self);
+        let every = Duration::from_millis(self.opts.flush_ms.clamp(1, 1000));
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(every);
+                if log.lock().closed || Arc::strong_count(&log) == 1 {
+                    break;
+                }
+                log.tick();
+            }
+        })
+    }
+
+    /// Where the log is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The decision as recorded: the decision JSON without the payload it masked (data, not a
+/// decision) and with destinations reduced to a count (a URL can carry a token).
+pub fn decision_json(d: &Decision) -> Value {
+    let mut v = serde_json::to_value(d).unwrap_or_else(|_| json!({"decision": "block"}));
+    if let Value::Object(m) = &mut v {
+        m.remove("masked");
+        if let Some(Value::Array(dests)) = m.remove("destinations") {
+            m.insert("destinations".into(), json!(dests.len()));
+        }
+    }
+    v
+}

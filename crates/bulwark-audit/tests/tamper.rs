@@ -1,0 +1,194 @@
+//! Every kind of tampering is caught, and the first bad line is named — with the HMAC key,
+//! and with only the public key.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use bulwark_audit::{AuditKeys, AuditLog, Entry, Options, VerifyKey, verify};
+use bulwark_engine::{Call, Engine, Now, State};
+
+fn keys() -> AuditKeys {
+    AuditKeys::from_bytes([3; 32], [4; 32])
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bulwark-audit-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("audit.jsonl")
+}
+
+/// A closed log: start, 12 decisions with a checkpoint every 4 records, closing checkpoint.
+fn sample(name: &str) -> (PathBuf, Vec<String>) {
+    let path = scratch(name);
+    let opts = Options {
+        checkpoint_every: 4,
+        ..Options::default()
+    };
+    let log = AuditLog::open(&path, keys(), "check", opts).unwrap();
+    let engine = Engine::new(bulwark_policy::Policy::builtin().unwrap());
+    let mut state = State::new(engine.policy());
+    for i in 0..12 {
+        let cmd = if i % 3 == 0 { "rm -rf /" } else { "ls" };
+        let call = Call::request("s1", "bash", serde_json::json!({"command": cmd}));
+        let d = engine.evaluate(&call, &mut state, Now::at(i));
+        log.record(&Entry {
+            front: "check",
+            session: "s1",
+            principal: None,
+            server: None,
+            direction: "request",
+            args: &call.args,
+            decision: &d,
+        })
+        .unwrap();
+    }
+    log.close().unwrap();
+    let lines = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    (path, lines)
+}
+
+fn check(
+    lines: &[String],
+    key: &VerifyKey,
+) -> Result<bulwark_audit::Report, bulwark_audit::Failure> {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    verify(BufReader::new(text.as_bytes()), key)
+}
+
+fn hmac_key() -> VerifyKey {
+    VerifyKey::Hmac(keys().hmac_key(), Some(keys().public()))
+}
+
+fn public_key() -> VerifyKey {
+    VerifyKey::Public(keys().public())
+}
+
+#[test]
+fn an_untouched_log_verifies_both_ways() {
+    let (_, lines) = sample("clean");
+    for key in [hmac_key(), public_key()] {
+        let r = check(&lines, &key).unwrap();
+        assert_eq!(r.decisions, 12);
+        assert!(r.closed);
+        assert_eq!(r.unsealed, 0);
+        assert!(r.checkpoints >= 4, "{r:?}");
+    }
+    // Blocks and allows are both there; no argument is stored, only its digest.
+    let text = lines.join("\n");
+    assert!(text.contains("\"decision\":\"block\""));
+    assert!(!text.contains("rm -rf"), "arguments are hashed, not stored");
+}
+
+#[test]
+fn an_edited_record_is_named() {
+    let (_, mut lines) = sample("edit");
+    // Line 3 is a decision: turn its block into an allow.
+    let i = lines
+        .iter()
+        .position(|l| l.contains("\"decision\":\"block\""))
+        .unwrap();
+    lines[i] = lines[i].replace("\"decision\":\"block\"", "\"decision\":\"allow\"");
+    let f = check(&lines, &hmac_key()).unwrap_err();
+    assert_eq!(f.line, i as u64 + 1, "{f}");
+    assert!(f.why.contains("MAC"), "{f}");
+    // With only the public key, the next checkpoint no longer matches what it covers.
+    let f = check(&lines, &public_key()).unwrap_err();
+    assert!(f.why.contains("checkpoint"), "{f}");
+    assert!(
+        f.why.contains(&format!("{}", i + 1)) || f.line > i as u64,
+        "{f}"
+    );
+}
+
+#[test]
+fn dropped_inserted_and_reordered_records_are_named() {
+    let (_, lines) = sample("order");
+    for key in [hmac_key(), public_key()] {
+        let mut dropped = lines.clone();
+        dropped.remove(5);
+        assert_eq!(check(&dropped, &key).unwrap_err().line, 6);
+
+        let mut inserted = lines.clone();
+        inserted.insert(5, lines[2].clone());
+        assert_eq!(check(&inserted, &key).unwrap_err().line, 6);
+
+        let mut swapped = lines.clone();
+        swapped.swap(6, 7);
+        let f = check(&swapped, &key).unwrap_err();
+        assert_eq!(f.line, 7, "{f}");
+        assert!(f.why.contains("sequence"), "{f}");
+    }
+}
+
+#[test]
+fn a_truncated_log_is_caught() {
+    let (_, lines) = sample("truncate");
+    // Cut inside the last line.
+    let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    text.truncate(text.len() - 20);
+    let f = verify(BufReader::new(text.as_bytes()), &hmac_key()).unwrap_err();
+    assert_eq!(f.line, lines.len() as u64);
+    assert!(f.why.contains("incomplete"), "{f}");
+    // Whole records cut from the end: the chain holds, but the log is not closed.
+    let cut = &lines[..lines.len() - 3];
+    for key in [hmac_key(), public_key()] {
+        let r = check(cut, &key).unwrap();
+        assert!(!r.closed);
+        assert!(r.unsealed > 0);
+    }
+}
+
+#[test]
+fn a_forged_signature_or_another_key_fails() {
+    let (_, lines) = sample("forge");
+    let other = AuditKeys::from_bytes([3; 32], [9; 32]);
+    let f = check(&lines, &VerifyKey::Public(other.public())).unwrap_err();
+    assert!(f.why.contains("signature"), "{f}");
+    let f = check(&lines, &VerifyKey::Hmac([5; 32], None)).unwrap_err();
+    assert_eq!(f.line, 1);
+}
+
+#[test]
+fn a_crashed_writer_is_recovered_and_the_chain_goes_on() {
+    let path = scratch("recover");
+    let log = AuditLog::open(&path, keys(), "daemon", Options::default()).unwrap();
+    let d = bulwark_engine::Decision::invalid_input("x", "v");
+    let e = Entry {
+        front: "daemon",
+        session: "s",
+        principal: None,
+        server: None,
+        direction: "request",
+        args: &serde_json::Value::Null,
+        decision: &d,
+    };
+    log.record(&e).unwrap();
+    // The process dies: no closing checkpoint, and half a line at the end.
+    drop(log);
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"type\":\"decision\",\"se")
+        .unwrap();
+    let log = AuditLog::open(&path, keys(), "daemon", Options::default()).unwrap();
+    log.record(&e).unwrap();
+    log.close().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"type\":\"recover\""), "{text}");
+    assert!(text.contains("\"dropped_bytes\":22"), "{text}");
+    let r = verify(BufReader::new(text.as_bytes()), &hmac_key()).unwrap();
+    assert!(r.closed);
+    assert_eq!(r.decisions, 2);
+    // A log edited while nobody was writing is refused, not extended.
+    let edited = text.replacen("\"front\":\"daemon\"", "\"front\":\"other\"", 1);
+    std::fs::write(&path, edited).unwrap();
+    assert!(AuditLog::open(&path, keys(), "daemon", Options::default()).is_err());
+}
