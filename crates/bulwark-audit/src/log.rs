@@ -214,7 +214,9 @@ impl AuditLog {
         r
     }
 
-    fn checkpoint(&self, g: &mut Inner, last: bool) -> std::io::Result<()> {
+    /// Writes a checkpoint; with `sync`, waits for the disk (ticker and close only: an fsync
+    /// costs milliseconds).
+    fn checkpoint(&self, g: &mut Inner, last: bool, sync: bool) -> std::io::Result<()> {
         let body = record::checkpoint(now_ms(), &g.chain, &self.keys.key_id(), last);
         let line = record::seal(
             &mut g.chain,
@@ -227,6 +229,9 @@ impl AuditLog {
         g.since_checkpoint = 0;
         g.last_checkpoint = Instant::now();
         self.write_out(g)?;
+        if !sync {
+            return Ok(());
+        }
         let r = g.file.sync_data();
         if let Err(e) = &r {
             g.failed = Some(e.to_string());
@@ -236,23 +241,9 @@ impl AuditLog {
 
     /// Records one decision. A block is on disk (in the kernel's hands) when this returns.
     pub fn record(&self, e: &Entry<'_>) -> Result<(), AuditError> {
-        let mut body = Map::new();
-        body.insert("type".into(), json!("decision"));
-        body.insert("ts".into(), json!(now_ms()));
-        body.insert("front".into(), json!(e.front));
-        body.insert("session".into(), json!(e.session));
-        if let Some(p) = e.principal {
-            body.insert("principal".into(), json!(p));
-        }
-        if let Some(s) = e.server {
-            body.insert("server".into(), json!(s));
-        }
-        body.insert("tool".into(), json!(e.decision.tool));
-        body.insert("direction".into(), json!(e.direction));
-        let digest = Sha256::digest(bulwark_engine::canonical::to_string(e.args).as_bytes());
-        body.insert("args_sha256".into(), json!(hex(&digest)));
-        body.insert("decision".into(), decision_json(e.decision));
         let block = e.decision.decision == Verdict::Block;
+        // serde_json's maps are ordered by key: its output is already the canonical form.
+        let args = Sha256::digest(serde_json::to_vec(e.args).unwrap_or_default());
         let mut g = self.lock();
         if let Some(why) = &g.failed {
             return Err(AuditError::Failed(self.path.clone(), why.clone()));
@@ -263,14 +254,19 @@ impl AuditLog {
                 "the log is closed".into(),
             ));
         }
-        self.push(&mut g, body);
-        let due = block || g.buffered >= self.opts.group;
-        if due {
+        let content = decision_content(e, &hex(&args), g.chain.seq + 1, now_ms());
+        let line = record::seal_content(&mut g.chain, &self.keys.hmac, content);
+        g.buf.extend_from_slice(line.as_bytes());
+        g.buf.push(b'\n');
+        g.buffered += 1;
+        g.since_checkpoint += 1;
+        g.first_buffered.get_or_insert_with(Instant::now);
+        if block || g.buffered >= self.opts.group {
             self.write_out(&mut g)
                 .map_err(|e| AuditError::Io(self.path.clone(), e))?;
         }
         if g.since_checkpoint >= self.opts.checkpoint_every {
-            self.checkpoint(&mut g, false)
+            self.checkpoint(&mut g, false, false)
                 .map_err(|e| AuditError::Io(self.path.clone(), e))?;
         }
         Ok(())
@@ -291,7 +287,7 @@ impl AuditLog {
         if g.since_checkpoint > 0
             && g.last_checkpoint.elapsed() >= Duration::from_millis(self.opts.checkpoint_ms)
         {
-            let _ = self.checkpoint(&mut g, false);
+            let _ = self.checkpoint(&mut g, false, true);
         }
     }
 
@@ -305,7 +301,7 @@ impl AuditLog {
         if let Some(why) = &g.failed {
             return Err(AuditError::Failed(self.path.clone(), why.clone()));
         }
-        self.checkpoint(&mut g, true)
+        self.checkpoint(&mut g, true, true)
             .map_err(|e| AuditError::Io(self.path.clone(), e))
     }
 
@@ -330,15 +326,52 @@ impl AuditLog {
     }
 }
 
-/// The decision as recorded: the decision JSON without the payload it masked (data, not a
-/// decision) and with destinations reduced to a count (a URL can carry a token).
-pub fn decision_json(d: &Decision) -> Value {
-    let mut v = serde_json::to_value(d).unwrap_or_else(|_| json!({"decision": "block"}));
-    if let Value::Object(m) = &mut v {
-        m.remove("masked");
-        if let Some(Value::Array(dests)) = m.remove("destinations") {
-            m.insert("destinations".into(), json!(dests.len()));
-        }
+/// A decision record's content, written directly (keys in sorted order, as canonical JSON
+/// would have them): the decision JSON without the payload it masked (data, not a decision)
+/// and without its destinations (a URL can carry a token), which become a count.
+fn decision_content(e: &Entry<'_>, args_sha256: &str, seq: u64, ts: u64) -> String {
+    let d = e.decision;
+    let redacted;
+    let decision = if d.masked.is_some() || !d.destinations.is_empty() {
+        let mut c = d.clone();
+        c.masked = None;
+        c.destinations.clear();
+        redacted = c;
+        &redacted
+    } else {
+        d
+    };
+    let s = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".into());
+    let mut c = String::with_capacity(1024);
+    c.push_str("{\"args_sha256\":\"");
+    c.push_str(args_sha256);
+    c.push_str("\",\"decision\":");
+    c.push_str(
+        &serde_json::to_string(decision).unwrap_or_else(|_| "{\"decision\":\"block\"}".into()),
+    );
+    if !d.destinations.is_empty() {
+        c.push_str(&format!(",\"destinations\":{}", d.destinations.len()));
     }
-    v
+    c.push_str(",\"direction\":");
+    c.push_str(&s(e.direction));
+    c.push_str(",\"front\":");
+    c.push_str(&s(e.front));
+    if let Some(p) = e.principal {
+        c.push_str(",\"principal\":");
+        c.push_str(&s(p));
+    }
+    c.push_str(&format!(",\"seq\":{seq}"));
+    if let Some(v) = e.server {
+        c.push_str(",\"server\":");
+        c.push_str(&s(v));
+    }
+    c.push_str(",\"session\":");
+    c.push_str(&s(e.session));
+    c.push_str(",\"tool\":");
+    c.push_str(&s(&d.tool));
+    c.push_str(&format!(
+        ",\"ts\":{ts},\"type\":\"decision\",\"v\":{}}}",
+        record::VERSION
+    ));
+    c
 }

@@ -1,11 +1,13 @@
 //! The record format (docs/audit-format.md): one JSON object per line, chained.
 //!
 //! Every record carries `v` (1), `seq` (1, 2, 3, … with no gap) and, last, `mac`: the
-//! HMAC-SHA256 of the previous record's MAC followed by this record's *content* — the record
-//! without `mac`, as canonical JSON (keys sorted by their UTF-8 bytes, no whitespace). A
-//! keyless SHA-256 chain runs beside it over the same contents; a checkpoint record states
-//! the chain's value so far and is signed with Ed25519, so a holder of the public key alone
-//! can check everything up to the last checkpoint.
+//! HMAC-SHA256 of the previous record's MAC followed by this record's *content* — the
+//! line's own bytes with its final `,"mac":"…"` member removed. The MAC covers bytes as
+//! written, so a verifier needs no JSON canonicalisation to check it (and no two JSON
+//! libraries can disagree about it). A keyless SHA-256 chain runs beside it over the same
+//! contents; a checkpoint record states the chain's value so far and is signed with
+//! Ed25519 over its canonical JSON, so a holder of the public key alone can check everything
+//! up to the last checkpoint.
 
 use ed25519_dalek::{Signer, SigningKey};
 use hmac::{KeyInit, Mac};
@@ -54,31 +56,47 @@ pub fn canonical(v: &Map<String, Value>) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// Seals `body` as the next record: numbers it, signs it when `signer` is given (the `sig`
-/// covers the content without `sig`), chains it, and returns the line (without newline).
+/// Bytes a line ends with after its content: `,"mac":"` + 64 hex digits + `"}`.
+pub const MAC_SUFFIX_LEN: usize = 8 + 64 + 2;
+
+/// The content of a line (its bytes without the `mac` member), if it is shaped as a record.
+pub fn content_of(line: &[u8]) -> Option<Vec<u8>> {
+    let at = line.len().checked_sub(MAC_SUFFIX_LEN)?;
+    let suffix = &line[at..];
+    if !suffix.starts_with(b",\"mac\":\"") || !suffix.ends_with(b"\"}") {
+        return None;
+    }
+    let mut content = line[..at].to_vec();
+    content.push(b'}');
+    Some(content)
+}
+
+/// Numbers `body` as the next record (`v`, `seq`) and seals it; a checkpoint is signed
+/// first when `signer` is given (the `sig` covers the canonical JSON without `sig`).
 pub fn seal(
     chain: &mut Chain,
     hmac_key: &[u8; 32],
     mut body: Map<String, Value>,
     signer: Option<&SigningKey>,
 ) -> String {
-    chain.seq += 1;
     body.insert("v".into(), json!(VERSION));
-    body.insert("seq".into(), json!(chain.seq));
+    body.insert("seq".into(), json!(chain.seq + 1));
     if let Some(key) = signer {
         let sig = key.sign(canonical(&body).as_bytes());
         body.insert("sig".into(), json!(hex(&sig.to_bytes())));
     }
-    let content = canonical(&body);
+    seal_content(chain, hmac_key, canonical(&body))
+}
+
+/// Seals a record whose content is already written: a JSON object on one line, whose `seq`
+/// is the chain's next. Returns the line (without newline).
+pub fn seal_content(chain: &mut Chain, hmac_key: &[u8; 32], content: String) -> String {
+    chain.seq += 1;
     chain.mac = next_mac(hmac_key, &chain.mac, content.as_bytes());
     chain.sha = next_sha(&chain.sha, content.as_bytes());
-    // `mac` goes last, outside the sorted content: a reader removes it and re-reads the rest.
     let mut line = content;
     line.pop();
-    if !body.is_empty() {
-        line.push(',');
-    }
-    line.push_str("\"mac\":\"");
+    line.push_str(",\"mac\":\"");
     line.push_str(&hex(&chain.mac));
     line.push_str("\"}");
     line
@@ -107,12 +125,13 @@ mod tests {
         body.insert("type".into(), json!("decision"));
         body.insert("b".into(), json!("x\ny\u{1}"));
         let line = seal(&mut chain, &[7; 32], body, None);
-        let mut v: Map<String, Value> = serde_json::from_str(&line).unwrap();
-        let mac = v.remove("mac").unwrap();
-        assert_eq!(mac, json!(hex(&chain.mac)));
-        let content = canonical(&v);
-        assert_eq!(next_mac(&[7; 32], &[0; 32], content.as_bytes()), chain.mac);
-        assert!(line.ends_with("\"}"));
+        let v: Map<String, Value> = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["mac"], json!(hex(&chain.mac)));
+        let content = content_of(line.as_bytes()).unwrap();
+        assert_eq!(next_mac(&[7; 32], &[0; 32], &content), chain.mac);
+        let mut without = v.clone();
+        without.remove("mac");
+        assert_eq!(content, canonical(&without).into_bytes());
         assert_eq!(v["seq"], 1);
     }
 }

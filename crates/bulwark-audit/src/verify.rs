@@ -7,7 +7,7 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use serde_json::{Map, Value};
 
 use crate::keys::{hex, unhex32};
-use crate::record::{Chain, canonical, next_mac, next_sha};
+use crate::record::{Chain, canonical, content_of, next_mac, next_sha};
 
 /// What the verifier holds.
 #[derive(Clone, Debug)]
@@ -83,6 +83,8 @@ pub fn verify(reader: impl BufRead, key: &VerifyKey) -> Result<Report, Failure> 
             .remove("mac")
             .and_then(|m| m.as_str().and_then(unhex32))
             .ok_or_else(|| fail(line_no, "no MAC"))?;
+        let content = content_of(&buf)
+            .ok_or_else(|| fail(line_no, "the MAC is not the line's last member"))?;
         let seq = obj.get("seq").and_then(Value::as_u64).unwrap_or(0);
         let expected = report.chain.seq + 1;
         if seq != expected {
@@ -93,9 +95,8 @@ pub fn verify(reader: impl BufRead, key: &VerifyKey) -> Result<Report, Failure> 
                 ),
             ));
         }
-        let content = canonical(&obj);
         if let VerifyKey::Hmac(k, _) = key
-            && next_mac(k, &report.chain.mac, content.as_bytes()) != mac
+            && next_mac(k, &report.chain.mac, &content) != mac
         {
             return Err(fail(
                 line_no,
@@ -106,7 +107,7 @@ pub fn verify(reader: impl BufRead, key: &VerifyKey) -> Result<Report, Failure> 
         report.chain = Chain {
             seq,
             mac,
-            sha: next_sha(&sha_before, content.as_bytes()),
+            sha: next_sha(&sha_before, &content),
         };
         report.records += 1;
         report.last_final = false;
