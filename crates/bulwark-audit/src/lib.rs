@@ -34,6 +34,7 @@
 pub mod keys;
 pub mod log;
 pub mod record;
+pub mod telemetry;
 pub mod verify;
 
 pub use keys::{AuditKeys, KeyError};

@@ -90,6 +90,8 @@ struct Inner {
     first_buffered: Option<Instant>,
     failed: Option<String>,
     closed: bool,
+    telemetry: Option<crate::telemetry::Sink>,
+    telemetry_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// An open audit log.
@@ -153,6 +155,8 @@ impl AuditLog {
                 first_buffered: None,
                 failed: None,
                 closed: false,
+                telemetry: None,
+                telemetry_thread: None,
             }),
         };
         {
@@ -182,6 +186,23 @@ impl AuditLog {
                 .map_err(|e| AuditError::Io(path.to_path_buf(), e))?;
         }
         Ok(log)
+    }
+
+    /// Also sends every decision to the telemetry store behind `sink` (whose writer thread
+    /// `close` waits for).
+    pub fn attach_telemetry(
+        &self,
+        sink: crate::telemetry::Sink,
+        thread: std::thread::JoinHandle<()>,
+    ) {
+        let mut g = self.lock();
+        g.telemetry = Some(sink);
+        g.telemetry_thread = Some(thread);
+    }
+
+    /// Telemetry rows dropped because the store's queue was full.
+    pub fn telemetry_dropped(&self) -> u64 {
+        self.lock().telemetry.as_ref().map_or(0, |s| s.dropped())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -254,7 +275,8 @@ impl AuditLog {
                 "the log is closed".into(),
             ));
         }
-        let content = decision_content(e, &hex(&args), g.chain.seq + 1, now_ms());
+        let ts = now_ms();
+        let content = decision_content(e, &hex(&args), g.chain.seq + 1, ts);
         let line = record::seal_content(&mut g.chain, &self.keys.hmac, content);
         g.buf.extend_from_slice(line.as_bytes());
         g.buf.push(b'\n');
@@ -268,6 +290,23 @@ impl AuditLog {
         if g.since_checkpoint >= self.opts.checkpoint_every {
             self.checkpoint(&mut g, false, false)
                 .map_err(|e| AuditError::Io(self.path.clone(), e))?;
+        }
+        if let Some(sink) = &g.telemetry {
+            let d = e.decision;
+            sink.send(crate::telemetry::Row {
+                ts,
+                front: e.front.to_string(),
+                session: e.session.to_string(),
+                principal: e.principal.map(str::to_string),
+                server: e.server.map(str::to_string),
+                tool: d.tool.clone(),
+                direction: e.direction.to_string(),
+                decision: d.decision.as_str().to_string(),
+                reason_code: d.reason_code.map(|c| c.as_str().to_string()),
+                rule_id: d.rule_id.clone(),
+                severity: d.severity.map(|s| s.as_str().to_string()),
+                eval_us: d.eval_us,
+            });
         }
         Ok(())
     }
@@ -298,6 +337,11 @@ impl AuditLog {
             return Ok(());
         }
         g.closed = true;
+        // The telemetry writer ends when its queue's last sender goes; wait for it to drain.
+        g.telemetry = None;
+        if let Some(t) = g.telemetry_thread.take() {
+            let _ = t.join();
+        }
         if let Some(why) = &g.failed {
             return Err(AuditError::Failed(self.path.clone(), why.clone()));
         }

@@ -7,9 +7,46 @@ use anyhow::{Context, Result, bail};
 use bulwark_audit::keys::{read_public, read_secret};
 use bulwark_audit::{AuditKeys, VerifyKey, verify};
 
-use crate::cli::AuditCommand;
+use crate::cli::{AuditCommand, Common};
 use crate::config;
+use bulwark_audit::telemetry::{self, Filter};
 
+/// Milliseconds in an age like `90s`, `30m`, `1h`, `7d`.
+fn parse_age(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = num
+        .parse()
+        .with_context(|| format!("--since {text:?}: expected a number and s, m, h or d"))?;
+    let mult = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => bail!("--since {text:?}: expected a number and s, m, h or d"),
+    };
+    Ok(n.saturating_mul(mult))
+}
+
+fn since_ms(since: &Option<String>) -> Result<Option<u64>> {
+    let Some(s) = since else { return Ok(None) };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    Ok(Some(now.saturating_sub(parse_age(s)?)))
+}
+
+fn store(common: &Common) -> Result<telemetry::Connection> {
+    let db = config::state_dir(common)?.join("telemetry.db");
+    if !db.exists() {
+        bail!(
+            "no telemetry store at {} yet: it is written by fronts run with --audit",
+            db.display()
+        );
+    }
+    Ok(telemetry::open_db(&db)?)
+}
 pub fn run(cmd: &AuditCommand) -> Result<ExitCode> {
     match cmd {
         AuditCommand::Verify {
@@ -70,6 +107,87 @@ pub fn run(cmd: &AuditCommand) -> Result<ExitCode> {
                     })
                 }
             }
+        }
+        AuditCommand::Query {
+            common,
+            since,
+            decision,
+            rule,
+            tool,
+            limit,
+            json,
+        } => {
+            let conn = store(common)?;
+            let f = Filter {
+                since_ms: since_ms(since)?,
+                decision: decision.clone(),
+                rule_id: rule.clone(),
+                tool: tool.clone(),
+                limit: *limit,
+            };
+            let rows = telemetry::query(&conn, &f)?;
+            for r in &rows {
+                if *json {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "ts": r.ts, "front": r.front, "session": r.session,
+                            "principal": r.principal, "server": r.server, "tool": r.tool,
+                            "direction": r.direction, "decision": r.decision,
+                            "reason_code": r.reason_code, "rule_id": r.rule_id,
+                            "severity": r.severity, "eval_us": r.eval_us,
+                        })
+                    );
+                } else {
+                    println!(
+                        "{}  {:7} {:8} {:24} {:18} {} {}",
+                        r.ts,
+                        r.front,
+                        r.decision,
+                        r.tool,
+                        r.reason_code.as_deref().unwrap_or("-"),
+                        r.rule_id.as_deref().unwrap_or("-"),
+                        r.session
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::Stats {
+            common,
+            since,
+            json,
+        } => {
+            let conn = store(common)?;
+            let f = Filter {
+                since_ms: since_ms(since)?,
+                limit: 1,
+                ..Filter::default()
+            };
+            let s = telemetry::stats(&conn, &f)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!(
+                "{} decisions ({} telemetry rows dropped)",
+                s.total, s.dropped
+            );
+            let show = |title: &str, v: &[(String, u64)]| {
+                println!("{title}:");
+                for (k, n) in v.iter().take(20) {
+                    println!("  {n:>8}  {k}");
+                }
+            };
+            show("by decision", &s.by_decision);
+            show("by rule", &s.by_rule);
+            show("by tool", &s.by_tool);
+            show("by front", &s.by_front);
+            println!(
+                "evaluation time µs: p50 {}  p90 {}  p99 {}  max {}",
+                s.eval_us[0], s.eval_us[1], s.eval_us[2], s.eval_us[3]
+            );
+            Ok(ExitCode::SUCCESS)
         }
         AuditCommand::Keys { common } => {
             let dir = config::state_dir(common)?.join("audit");

@@ -106,6 +106,44 @@ pub enum AuditCommand {
         #[arg(long)]
         open: bool,
     },
+    /// List recorded decisions from the telemetry store (STATE_DIR/telemetry.db), newest
+    /// first.
+    Query {
+        /// Shared options (the state directory holds the store).
+        #[command(flatten)]
+        common: Common,
+        /// Only decisions at most this old: 90s, 30m, 1h, 7d.
+        #[arg(long, value_name = "AGE")]
+        since: Option<String>,
+        /// Only this decision (allow, warn, mask, approve, block).
+        #[arg(long)]
+        decision: Option<String>,
+        /// Only this rule.
+        #[arg(long, value_name = "ID")]
+        rule: Option<String>,
+        /// Only this tool.
+        #[arg(long, value_name = "TOOL")]
+        tool: Option<String>,
+        /// At most this many rows.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Print JSON Lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Counts by decision, rule, tool and front, and evaluation-time percentiles, from the
+    /// telemetry store.
+    Stats {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// Only decisions at most this old: 90s, 30m, 1h, 7d.
+        #[arg(long, value_name = "AGE")]
+        since: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the audit keys' id and where the public key is (creating the keys if needed).
     Keys {
         /// Shared options.

@@ -21,6 +21,13 @@ pub fn open_audit(
     let keys = bulwark_audit::AuditKeys::load_or_create(&dir)
         .with_context(|| "the audit log needs its keys; refusing to write an unsigned one")?;
     let log = bulwark_audit::AuditLog::open(path, keys, front, bulwark_audit::Options::default())?;
+    let db = state_dir(common)?.join("telemetry.db");
+    let (sink, thread) = bulwark_audit::telemetry::start(
+        &db,
+        bulwark_audit::telemetry::Retention::default(),
+        bulwark_audit::telemetry::QUEUE,
+    )?;
+    log.attach_telemetry(sink, thread);
     let log = std::sync::Arc::new(log);
     log.spawn_ticker();
     Ok(Some(log))

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn bulwark(args: &[&str], stdin: &str) -> Output {
     let state = std::env::temp_dir().join(format!("bulwark-cli-state-{}", std::process::id()));
@@ -203,6 +203,37 @@ fn check_reads_files_uses_a_policy_and_writes_the_audit_file() {
         "",
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    // The same decisions are in the telemetry store, queryable.
+    let o = bulwark(&["audit", "stats", "--json", "--state-dir", st], "");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stats: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(stats["total"], 2, "{stats}");
+    assert_eq!(stats["by_front"][0], json!(["check", 2]), "{stats}");
+    let o = bulwark(
+        &[
+            "audit",
+            "query",
+            "--since",
+            "1h",
+            "--decision",
+            "block",
+            "--json",
+            "--state-dir",
+            st,
+        ],
+        "",
+    );
+    let rows: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["reason_code"], "UNKNOWN_TOOL");
+    let o = bulwark(
+        &["audit", "query", "--since", "soon", "--state-dir", st],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
     // An edit is found, and the line named.
     let edited = text.replacen("UNKNOWN_TOOL", "NONE", 1);
     std::fs::write(&audit, edited).unwrap();
