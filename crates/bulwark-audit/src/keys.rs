@@ -136,6 +136,55 @@ impl AuditKeys {
     }
 }
 
+/// The keys under `dir/retired/<key id>/`, which rotation moved there: a verifier and a
+/// writer need them to read the part of a log written before the rotation.
+pub fn load_retired(dir: &Path) -> Result<Vec<AuditKeys>, KeyError> {
+    let retired = dir.join("retired");
+    let entries = match std::fs::read_dir(&retired) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(KeyError::Io(retired, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| KeyError::Io(retired.clone(), e))?.path();
+        if path.is_dir() {
+            out.push(AuditKeys::from_bytes(
+                read_secret(&path.join("hmac.key"))?,
+                read_secret(&path.join("signing.key"))?,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Retires the current keys (to `dir/retired/<key id>/`) and makes new ones; returns
+/// (old, new). The next writer to open a log written with the old keys records the
+/// rotation in it, signed by the old key.
+pub fn rotate(dir: &Path) -> Result<(AuditKeys, AuditKeys), KeyError> {
+    let old = AuditKeys::from_bytes(
+        read_secret(&dir.join("hmac.key"))?,
+        read_secret(&dir.join("signing.key"))?,
+    );
+    let into = dir.join("retired").join(old.key_id());
+    write_new(&into.join("hmac.key"), &hex(&old.hmac), 0o600)?;
+    write_new(
+        &into.join("signing.key"),
+        &hex(&old.signing.to_bytes()),
+        0o600,
+    )?;
+    write_new(
+        &into.join("signing.pub"),
+        &hex(&old.public().to_bytes()),
+        0o644,
+    )?;
+    for f in ["hmac.key", "signing.key", "signing.pub"] {
+        std::fs::remove_file(dir.join(f)).map_err(|e| KeyError::Io(dir.join(f), e))?;
+    }
+    let new = AuditKeys::load_or_create(dir)?;
+    Ok((old, new))
+}
+
 /// Reads a public key file (64 hex digits).
 pub fn read_public(path: &Path) -> Result<VerifyingKey, KeyError> {
     let text = std::fs::read_to_string(path).map_err(|e| KeyError::Io(path.to_path_buf(), e))?;

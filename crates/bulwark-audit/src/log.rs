@@ -119,6 +119,19 @@ impl AuditLog {
         front: &str,
         opts: Options,
     ) -> Result<AuditLog, AuditError> {
+        AuditLog::open_with_retired(path, keys, &[], front, opts)
+    }
+
+    /// [`AuditLog::open`], reading the log's earlier parts with `retired` keys too. When the
+    /// log was last written with a retired key, a `rotate` record signed by that key hands
+    /// the chain over to `keys`.
+    pub fn open_with_retired(
+        path: &Path,
+        keys: AuditKeys,
+        retired: &[AuditKeys],
+        front: &str,
+        opts: Options,
+    ) -> Result<AuditLog, AuditError> {
         let io = |e| AuditError::Io(path.to_path_buf(), e);
         let mut file = OpenOptions::new()
             .read(true)
@@ -136,11 +149,33 @@ impl AuditLog {
             file.set_len(keep as u64).map_err(io)?;
             file.seek(SeekFrom::End(0)).map_err(io)?;
         }
-        let report = verify::verify(
-            BufReader::new(&text[..keep]),
-            &VerifyKey::Hmac(keys.hmac, Some(keys.public())),
-        )
-        .map_err(|f| AuditError::Corrupt(path.to_path_buf(), f))?;
+        let ring: Vec<verify::RingKey> = std::iter::once(&keys)
+            .chain(retired)
+            .map(|k| verify::RingKey {
+                hmac: k.hmac,
+                public: Some(k.public()),
+            })
+            .collect();
+        let report = verify::verify(BufReader::new(&text[..keep]), &VerifyKey::Hmac(ring))
+            .map_err(|f| AuditError::Corrupt(path.to_path_buf(), f))?;
+        let previous = match report.key_id.as_deref() {
+            Some(id) if id != keys.key_id() => Some(
+                retired
+                    .iter()
+                    .find(|k| k.key_id() == id)
+                    .cloned()
+                    .ok_or_else(|| {
+                        AuditError::Corrupt(
+                            path.to_path_buf(),
+                            verify::Failure {
+                                line: report.records,
+                                why: format!("the log was last written with key {id}, which is not among the retired keys"),
+                            },
+                        )
+                    })?,
+            ),
+            _ => None,
+        };
         let log = AuditLog {
             path: path.to_path_buf(),
             keys,
@@ -170,7 +205,27 @@ impl AuditLog {
                     "note".into(),
                     json!("the previous writer stopped without a closing checkpoint"),
                 );
-                log.push(&mut g, m);
+                match &previous {
+                    Some(old) => log.push_with(&mut g, m, &old.hmac),
+                    None => log.push(&mut g, m),
+                }
+            }
+            if let Some(old) = &previous {
+                // Signed and chained by the key being retired: proof that its holder handed
+                // over to the new one.
+                let mut m = Map::new();
+                m.insert("type".into(), json!("rotate"));
+                m.insert("ts".into(), json!(now_ms()));
+                m.insert("key_id".into(), json!(old.key_id()));
+                m.insert("new_key_id".into(), json!(log.keys.key_id()));
+                m.insert(
+                    "new_public_key".into(),
+                    json!(hex(&log.keys.public().to_bytes())),
+                );
+                let line = record::seal(&mut g.chain, &old.hmac, m, Some(&old.signing));
+                g.buf.extend_from_slice(line.as_bytes());
+                g.buf.push(b'\n');
+                g.buffered += 1;
             }
             let mut m = Map::new();
             m.insert("type".into(), json!("start"));
@@ -213,7 +268,11 @@ impl AuditLog {
     }
 
     fn push(&self, g: &mut Inner, body: Map<String, Value>) {
-        let line = record::seal(&mut g.chain, &self.keys.hmac, body, None);
+        self.push_with(g, body, &self.keys.hmac);
+    }
+
+    fn push_with(&self, g: &mut Inner, body: Map<String, Value>, hmac: &[u8; 32]) {
+        let line = record::seal(&mut g.chain, hmac, body, None);
         g.buf.extend_from_slice(line.as_bytes());
         g.buf.push(b'\n');
         g.buffered += 1;

@@ -62,7 +62,7 @@ fn check(
 }
 
 fn hmac_key() -> VerifyKey {
-    VerifyKey::Hmac(keys().hmac_key(), Some(keys().public()))
+    VerifyKey::hmac(keys().hmac_key(), Some(keys().public()))
 }
 
 fn public_key() -> VerifyKey {
@@ -148,9 +148,27 @@ fn a_truncated_log_is_caught() {
 fn a_forged_signature_or_another_key_fails() {
     let (_, lines) = sample("forge");
     let other = AuditKeys::from_bytes([3; 32], [9; 32]);
+    // Another public key: the log names the key it was started with.
     let f = check(&lines, &VerifyKey::Public(other.public())).unwrap_err();
+    assert_eq!(f.line, 1, "{f}");
+    assert!(f.why.contains("key id"), "{f}");
+    // A checkpoint whose signature was tampered with.
+    let mut bad = lines.clone();
+    let i = bad
+        .iter()
+        .position(|l| l.contains("\"type\":\"checkpoint\""))
+        .unwrap();
+    let sig_at = bad[i].find("\"sig\":\"").unwrap() + 7;
+    let flipped = if &bad[i][sig_at..sig_at + 1] == "0" {
+        "1"
+    } else {
+        "0"
+    };
+    bad[i].replace_range(sig_at..sig_at + 1, flipped);
+    let f = check(&bad, &VerifyKey::Public(keys().public())).unwrap_err();
+    assert_eq!(f.line, i as u64 + 1, "{f}");
     assert!(f.why.contains("signature"), "{f}");
-    let f = check(&lines, &VerifyKey::Hmac([5; 32], None)).unwrap_err();
+    let f = check(&lines, &VerifyKey::hmac([5; 32], None)).unwrap_err();
     assert_eq!(f.line, 1);
 }
 
@@ -191,4 +209,77 @@ fn a_crashed_writer_is_recovered_and_the_chain_goes_on() {
     let edited = text.replacen("\"front\":\"daemon\"", "\"front\":\"other\"", 1);
     std::fs::write(&path, edited).unwrap();
     assert!(AuditLog::open(&path, keys(), "daemon", Options::default()).is_err());
+}
+
+#[test]
+fn a_rotation_hands_the_chain_to_the_new_key_and_cannot_be_forged() {
+    let (path, _) = sample("rotate");
+    let old = keys();
+    let new = AuditKeys::from_bytes([7; 32], [8; 32]);
+    // Opening with new keys and the old one retired records the rotation, signed by the old.
+    let log = AuditLog::open_with_retired(
+        &path,
+        new.clone(),
+        std::slice::from_ref(&old),
+        "check",
+        Options::default(),
+    )
+    .unwrap();
+    let d = bulwark_engine::Decision::invalid_input("x", "v");
+    log.record(&Entry {
+        front: "check",
+        session: "s2",
+        principal: None,
+        server: None,
+        direction: "request",
+        args: &serde_json::Value::Null,
+        decision: &d,
+    })
+    .unwrap();
+    log.close().unwrap();
+    let lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert!(lines.iter().any(|l| l.contains("\"type\":\"rotate\"")));
+    // Both keys in the ring; or only the public key the log was started with.
+    let ring = VerifyKey::Hmac(vec![
+        bulwark_audit::verify::RingKey {
+            hmac: new.hmac_key(),
+            public: Some(new.public()),
+        },
+        bulwark_audit::verify::RingKey {
+            hmac: old.hmac_key(),
+            public: Some(old.public()),
+        },
+    ]);
+    let r = check(&lines, &ring).unwrap();
+    assert!(r.closed);
+    assert_eq!(r.key_id.as_deref(), Some(new.key_id().as_str()));
+    let r = check(&lines, &VerifyKey::Public(old.public())).unwrap();
+    assert_eq!(r.decisions, 13);
+    // The new public key alone did not start the log.
+    assert_eq!(
+        check(&lines, &VerifyKey::Public(new.public()))
+            .unwrap_err()
+            .line,
+        1
+    );
+    // Without the new HMAC key the part after the rotation cannot be checked.
+    let f = check(&lines, &VerifyKey::hmac(old.hmac_key(), Some(old.public()))).unwrap_err();
+    assert!(f.why.contains("not in the keyring"), "{f}");
+    // A rotation to an attacker's key: the old key's signature no longer matches.
+    let attacker = AuditKeys::from_bytes([9; 32], [9; 32]);
+    let i = lines
+        .iter()
+        .position(|l| l.contains("\"type\":\"rotate\""))
+        .unwrap();
+    let mut forged = lines.clone();
+    forged[i] = forged[i].replace(
+        &bulwark_audit::keys::hex(&new.public().to_bytes()),
+        &bulwark_audit::keys::hex(&attacker.public().to_bytes()),
+    );
+    let f = check(&forged, &VerifyKey::Public(old.public())).unwrap_err();
+    assert_eq!(f.line, i as u64 + 1, "{f}");
 }

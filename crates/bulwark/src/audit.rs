@@ -71,7 +71,14 @@ pub fn run(cmd: &AuditCommand) -> Result<ExitCode> {
                         ),
                     };
                     let public = read_public(&dir.join("signing.pub")).ok();
-                    VerifyKey::Hmac(hmac, public)
+                    let mut ring = vec![bulwark_audit::verify::RingKey { hmac, public }];
+                    for k in bulwark_audit::keys::load_retired(&dir)? {
+                        ring.push(bulwark_audit::verify::RingKey {
+                            hmac: k.hmac_key(),
+                            public: Some(k.public()),
+                        });
+                    }
+                    VerifyKey::Hmac(ring)
                 }
             };
             let f = std::fs::File::open(file)
@@ -187,6 +194,35 @@ pub fn run(cmd: &AuditCommand) -> Result<ExitCode> {
                 "evaluation time µs: p50 {}  p90 {}  p99 {}  max {}",
                 s.eval_us[0], s.eval_us[1], s.eval_us[2], s.eval_us[3]
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::RotateKeys { common, audit } => {
+            let dir = config::state_dir(common)?.join("audit");
+            AuditKeys::load_or_create(&dir)?;
+            let (old, new) = bulwark_audit::keys::rotate(&dir)?;
+            println!(
+                "retired key {} (kept in {}); new key {}",
+                old.key_id(),
+                dir.join("retired").join(old.key_id()).display(),
+                new.key_id()
+            );
+            if let Some(path) = audit {
+                let retired = bulwark_audit::keys::load_retired(&dir)?;
+                let log = bulwark_audit::AuditLog::open_with_retired(
+                    path,
+                    new,
+                    &retired,
+                    "rotate-keys",
+                    bulwark_audit::Options::default(),
+                )?;
+                log.close()?;
+                println!(
+                    "{}: the rotation is recorded, signed by the retired key",
+                    path.display()
+                );
+            } else {
+                println!("each log records the rotation the next time a front opens it");
+            }
             Ok(ExitCode::SUCCESS)
         }
         AuditCommand::Keys { common } => {

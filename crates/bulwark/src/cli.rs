@@ -144,6 +144,18 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Retire the audit keys and make new ones. The old keys move to
+    /// STATE_DIR/audit/retired/KEY_ID/; a log written with them gets a rotation record,
+    /// signed by the old key, the next time a front opens it (now, with --audit). Stop the
+    /// fronts that write logs first.
+    RotateKeys {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// Record the rotation in this log now.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+    },
     /// Show the audit keys' id and where the public key is (creating the keys if needed).
     Keys {
         /// Shared options.

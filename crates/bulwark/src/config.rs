@@ -20,7 +20,14 @@ pub fn open_audit(
     let dir = state_dir(common)?.join("audit");
     let keys = bulwark_audit::AuditKeys::load_or_create(&dir)
         .with_context(|| "the audit log needs its keys; refusing to write an unsigned one")?;
-    let log = bulwark_audit::AuditLog::open(path, keys, front, bulwark_audit::Options::default())?;
+    let retired = bulwark_audit::keys::load_retired(&dir)?;
+    let log = bulwark_audit::AuditLog::open_with_retired(
+        path,
+        keys,
+        &retired,
+        front,
+        bulwark_audit::Options::default(),
+    )?;
     let db = state_dir(common)?.join("telemetry.db");
     let (sink, thread) = bulwark_audit::telemetry::start(
         &db,

@@ -439,3 +439,63 @@ fn help_exists_for_every_command() {
         );
     }
 }
+
+#[test]
+fn audit_keys_rotate_and_the_log_stays_verifiable() {
+    let dir = std::env::temp_dir().join(format!("bulwark-cli-rotate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let audit = dir.join("audit.jsonl");
+    let state = dir.join("state");
+    let (a, st) = (audit.to_str().unwrap(), state.to_str().unwrap());
+    let calls = tmp(
+        "rot.jsonl",
+        "{\"tool\":\"bash\",\"args\":{\"command\":\"ls\"}}\n",
+    );
+    let check = || {
+        bulwark(
+            &[
+                "check",
+                "--state-dir",
+                st,
+                "--audit",
+                a,
+                calls.to_str().unwrap(),
+            ],
+            "",
+        )
+    };
+    assert!(check().status.success());
+    // The auditor keeps the first public key.
+    let first_pub = dir.join("first.pub");
+    std::fs::copy(state.join("audit/signing.pub"), &first_pub).unwrap();
+    let o = bulwark(
+        &["audit", "rotate-keys", "--state-dir", st, "--audit", a],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("retired key"));
+    // The next run writes with the new key.
+    let o = check();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&audit).unwrap();
+    assert_eq!(text.matches("\"type\":\"rotate\"").count(), 1);
+    for args in [
+        vec!["audit", "verify", "--state-dir", st, a],
+        vec![
+            "audit",
+            "verify",
+            "--pubkey",
+            first_pub.to_str().unwrap(),
+            a,
+        ],
+    ] {
+        let o = bulwark(&args, "");
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert!(String::from_utf8_lossy(&o.stdout).contains("2 decisions"));
+    }
+}
