@@ -33,6 +33,7 @@
 
 pub mod keys;
 pub mod log;
+pub mod metrics;
 pub mod record;
 pub mod telemetry;
 pub mod verify;

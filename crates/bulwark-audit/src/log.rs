@@ -255,9 +255,12 @@ impl AuditLog {
         g.telemetry_thread = Some(thread);
     }
 
-    /// Telemetry rows dropped because the store's queue was full.
-    pub fn telemetry_dropped(&self) -> u64 {
-        self.lock().telemetry.as_ref().map_or(0, |s| s.dropped())
+    /// Telemetry rows (queued, dropped because the store's queue was full).
+    pub fn telemetry_queue(&self) -> (u64, u64) {
+        self.lock()
+            .telemetry
+            .as_ref()
+            .map_or((0, 0), |s| (s.depth(), s.dropped()))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -78,13 +78,16 @@ pub struct Row {
 pub struct Sink {
     tx: SyncSender<Row>,
     dropped: Arc<AtomicU64>,
+    depth: Arc<AtomicU64>,
 }
 
 impl Sink {
     /// Queues a row; when the queue is full the row is dropped and counted. Never blocks.
     pub fn send(&self, row: Row) {
         match self.tx.try_send(row) {
-            Ok(()) => {}
+            Ok(()) => {
+                self.depth.fetch_add(1, Ordering::Relaxed);
+            }
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -94,6 +97,11 @@ impl Sink {
     /// Rows dropped so far.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Rows queued and not yet written.
+    pub fn depth(&self) -> u64 {
+        self.depth.load(Ordering::Relaxed)
     }
 }
 
@@ -141,12 +149,14 @@ pub fn start(
     let conn = open_db(path)?;
     let (tx, rx) = sync_channel(capacity.max(1));
     let dropped = Arc::new(AtomicU64::new(0));
+    let depth = Arc::new(AtomicU64::new(0));
     let sink = Sink {
         tx,
         dropped: Arc::clone(&dropped),
+        depth: Arc::clone(&depth),
     };
     let path = path.to_path_buf();
-    let handle = std::thread::spawn(move || writer(conn, &path, rx, retention, &dropped));
+    let handle = std::thread::spawn(move || writer(conn, &path, rx, retention, &dropped, &depth));
     Ok((sink, handle))
 }
 
@@ -156,6 +166,7 @@ fn writer(
     rx: Receiver<Row>,
     retention: Retention,
     dropped: &AtomicU64,
+    depth: &AtomicU64,
 ) {
     let mut last_retention = Instant::now() - Duration::from_secs(3600);
     let mut batch: Vec<Row> = Vec::with_capacity(512);
@@ -175,6 +186,7 @@ fn writer(
             Err(RecvTimeoutError::Disconnected) => true,
         };
         if !batch.is_empty() {
+            depth.fetch_sub(batch.len() as u64, Ordering::Relaxed);
             if let Err(e) = insert(&mut conn, &batch, dropped.load(Ordering::Relaxed)) {
                 eprintln!(
                     "bulwark: telemetry store {}: {e}; {} rows lost",
@@ -462,6 +474,7 @@ mod tests {
         let sink = Sink {
             tx,
             dropped: Arc::new(AtomicU64::new(0)),
+            depth: Arc::new(AtomicU64::new(0)),
         };
         let t = Instant::now();
         for i in 0..5 {

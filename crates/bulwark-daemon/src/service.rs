@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bulwark_audit::AuditLog;
+use bulwark_audit::metrics::{Metrics, StageTimer};
 use std::time::Instant;
 
 use bulwark_engine::{Call, Decision, Engine, Principal, SharedEngine, Verdict};
@@ -60,6 +61,23 @@ impl Evaluator {
         let mut d = self.shared.evaluate_line(text, self.now_ms());
         d.eval_us = t0.elapsed().as_micros() as u64;
         d
+    }
+
+    /// Decides one call, timing its stages for `metrics` when this call is sampled.
+    pub fn evaluate_measured(&self, call: &Call, metrics: Option<&Metrics>) -> Decision {
+        match metrics {
+            Some(m) if m.sample_stages() => {
+                let t0 = Instant::now();
+                let mut timer = StageTimer::default();
+                let mut d = self
+                    .shared
+                    .evaluate_observed(call, self.now_ms(), &mut timer);
+                d.eval_us = t0.elapsed().as_micros() as u64;
+                m.observe_stages(&timer);
+                d
+            }
+            _ => self.evaluate(call),
+        }
     }
 
     /// Decides one call after raising its session's taint by `taint`.
@@ -173,6 +191,7 @@ pub struct Service {
     pub evaluator: Evaluator,
     source: PolicySource,
     audit: Option<Arc<AuditLog>>,
+    metrics: Option<Arc<Metrics>>,
     /// Counters.
     pub stats: Stats,
     started: Instant,
@@ -191,9 +210,16 @@ impl Service {
             evaluator,
             source,
             audit,
+            metrics: None,
             stats: Stats::default(),
             started: Instant::now(),
         })
+    }
+
+    /// Counts every decision in `metrics` too (served by the front's admin listener).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Service {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Answers one request line; `None` for a notification.
@@ -242,6 +268,9 @@ impl Service {
         if d.cache_hit {
             self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
         }
+        if let Some(m) = &self.metrics {
+            m.observe("daemon", d);
+        }
         if let Some(a) = &self.audit {
             let entry = bulwark_audit::Entry {
                 front: "daemon",
@@ -277,7 +306,9 @@ impl Service {
         let limits = &engine.policy().limits;
         let max = (limits.max_args_bytes, limits.max_result_bytes);
         let call = evaluate::call_from_params(params, max, peer.principal())?;
-        let d = self.evaluator.evaluate(&call);
+        let d = self
+            .evaluator
+            .evaluate_measured(&call, self.metrics.as_deref());
         self.record(&d, &call)?;
         Ok(evaluate::reply(&d))
     }

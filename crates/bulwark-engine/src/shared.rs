@@ -97,6 +97,18 @@ impl SharedEngine {
         self.evaluate_tainted(call, now_ms, &[])
     }
 
+    /// Decides one call, reporting each stage to `observer` (timings for metrics).
+    pub fn evaluate_observed(
+        &self,
+        call: &Call,
+        now_ms: u64,
+        observer: &mut dyn crate::Observer,
+    ) -> Decision {
+        let engine = self.engine();
+        let mut state = self.state();
+        engine.evaluate_observed(call, &mut state, Now::at(now_ms), observer)
+    }
+
     /// Decides one call after adding `taint` to its session (a `bulwark check` line's
     /// `session_taint`).
     pub fn evaluate_tainted(&self, call: &Call, now_ms: u64, taint: &[Taint]) -> Decision {

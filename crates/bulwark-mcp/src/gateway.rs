@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bulwark_audit::AuditLog;
+use bulwark_audit::metrics::{Metrics, StageTimer};
 use bulwark_engine::{
     Call, Decision, Definition, Direction, Principal, Profile, SharedEngine, ToolRef, Verdict,
 };
@@ -87,6 +88,7 @@ pub struct Gateway {
     /// Tools withheld from the last listing, whatever the reason: never callable.
     withheld: Mutex<std::collections::HashSet<String>>,
     audit: Option<Arc<AuditLog>>,
+    metrics: Option<Arc<Metrics>>,
     log: Box<dyn Fn(&str) + Send + Sync>,
 }
 
@@ -109,6 +111,7 @@ impl Gateway {
             tombstones: Mutex::new(std::collections::VecDeque::new()),
             withheld: Mutex::new(std::collections::HashSet::new()),
             audit,
+            metrics: None,
             log,
         };
         if let Some(p) = &g.pins {
@@ -119,6 +122,12 @@ impl Gateway {
                 .import(Some(&g.config.server), &records);
         }
         Ok(g)
+    }
+
+    /// Counts every decision in `metrics` too (served by the front's admin listener).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Gateway {
+        self.metrics = Some(metrics);
+        self
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
@@ -224,8 +233,19 @@ impl Gateway {
 
     fn decide(&self, call: &Call, now_ms: u64) -> Decision {
         let t0 = std::time::Instant::now();
-        let mut d = self.engine.evaluate(call, now_ms);
+        let mut d = match &self.metrics {
+            Some(m) if m.sample_stages() => {
+                let mut timer = StageTimer::default();
+                let d = self.engine.evaluate_observed(call, now_ms, &mut timer);
+                m.observe_stages(&timer);
+                d
+            }
+            _ => self.engine.evaluate(call, now_ms),
+        };
         d.eval_us = t0.elapsed().as_micros() as u64;
+        if let Some(m) = &self.metrics {
+            m.observe("mcp", &d);
+        }
         self.record(&mut d, call);
         if d.decision > Verdict::Allow {
             (self.log)(&format!(

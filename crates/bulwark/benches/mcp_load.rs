@@ -252,11 +252,17 @@ fn main() {
         "--".into(),
     ];
     bulwark_cmd.extend(echo_cmd.iter().cloned());
+    // The same with the tamper-evident audit log and the telemetry store on.
+    let mut audited_cmd = bulwark_cmd.clone();
+    let at = audited_cmd.iter().position(|a| a == "--").unwrap();
+    audited_cmd.insert(at, state.join("audit.jsonl").into());
+    audited_cmd.insert(at, "--audit".into());
 
     let setups = [
         ("direct", echo_cmd),
         ("relay", relay_cmd),
         ("bulwark", bulwark_cmd),
+        ("bulwark + audit", audited_cmd),
     ];
     let rates = [1000u64, 3000];
     let secs = 4u64;
@@ -268,7 +274,7 @@ fn main() {
     let mut rss = 0;
     for (name, argv) in &setups {
         let mut u = Upstream::start(argv);
-        if *name == "bulwark" {
+        if name.starts_with("bulwark") {
             std::thread::sleep(Duration::from_millis(500));
             rss = u.rss_kb();
         }
@@ -293,10 +299,9 @@ fn main() {
                 }
             );
         }
-        if *name == "bulwark" {
-            println!();
-            println!(
-                "bulwark mcp idle RSS after start-up: {:.1} MB; after the load: {:.1} MB",
+        if name.starts_with("bulwark") {
+            eprintln!(
+                "{name}: idle RSS after start-up {:.1} MB; after the load {:.1} MB",
                 rss as f64 / 1024.0,
                 u.rss_kb() as f64 / 1024.0
             );

@@ -170,9 +170,13 @@ pub struct McpArgs {
     /// Shared options.
     #[command(flatten)]
     pub common: Common,
-    /// Append one decision JSON line per evaluated message to this file.
+    /// Record every evaluated message in this tamper-evident audit log
+    /// (docs/audit-format.md).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (loopback, e.g. 127.0.0.1:9465).
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<String>,
     /// The server's name for pins and logs. Default: the command line.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
@@ -237,9 +241,12 @@ pub struct DaemonArgs {
     /// The socket to listen on. Default: STATE_DIR/bulwark.sock, where hooks look for it.
     #[arg(long, value_name = "PATH", env = "BULWARK_SOCKET")]
     pub socket: Option<PathBuf>,
-    /// Append one decision JSON line per `evaluate` or `check` to this file.
+    /// Record every decision in this tamper-evident audit log (docs/audit-format.md).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (loopback, e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<String>,
     /// Worker threads. Evaluations take turns on the shared session state, so one worker
     /// gives the lowest tail latency on small machines (docs/benchmarks.md); more help only
     /// where parsing and socket I/O, not evaluation, are the bottleneck.

@@ -27,9 +27,14 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         None => PolicySource::Builtin,
     };
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "daemon")?;
-    let service = Arc::new(Service::new(source, audit).map_err(|e| {
+    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
+    let service = Service::new(source, audit.clone()).map_err(|e| {
         anyhow::anyhow!("{e}\npolicy refused; fix the errors above (see docs/policy.md)")
-    })?);
+    })?;
+    let service = Arc::new(match &args.admin {
+        Some(_) => service.with_metrics(Arc::clone(&metrics)),
+        None => service,
+    });
     let limits = Limits {
         max_connections: args.max_connections as usize,
         per_second: args.rate,
@@ -49,6 +54,10 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             .unix_uids
             .clone();
         let listener = server::bind(&socket, &uids)?;
+        if let Some(addr) = &args.admin {
+            let at = crate::admin::serve(addr, "daemon", metrics, audit).await?;
+            eprintln!("bulwark daemon: metrics at http://{at}/metrics");
+        }
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
         let mut hup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;

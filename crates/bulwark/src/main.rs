@@ -12,6 +12,7 @@
 //! bulwark audit verify audit.jsonl      # check the tamper-evident audit log
 //! ```
 
+mod admin;
 mod audit;
 mod check;
 mod cli;

@@ -48,14 +48,19 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         max_pending: MAX_PENDING,
     };
     let log_name = identity.clone();
+    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
     let gateway = Gateway::new(
         engine,
         config,
         Some(pins),
-        audit,
+        audit.clone(),
         Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
     )
     .context("cannot load the pins")?;
+    let gateway = match &args.admin {
+        Some(_) => gateway.with_metrics(Arc::clone(&metrics)),
+        None => gateway,
+    };
     let command = ServerCommand {
         argv: args.command.clone(),
         env,
@@ -69,6 +74,10 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     runtime.block_on(async move {
+        if let Some(addr) = &args.admin {
+            let at = crate::admin::serve(addr, "mcp", metrics, audit).await?;
+            eprintln!("bulwark mcp [{identity}]: metrics at http://{at}/metrics");
+        }
         let child = stdio::spawn(&command)?;
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;

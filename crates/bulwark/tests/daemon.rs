@@ -962,3 +962,56 @@ fn hook_falls_back_on_a_stale_socket_and_fails_closed_on_a_hung_daemon() {
     );
     holder.join().unwrap();
 }
+
+fn http_get(port: u16, request: &str) -> String {
+    use std::net::TcpStream;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn the_admin_listener_serves_prometheus_metrics() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let admin = format!("127.0.0.1:{port}");
+    let d = Daemon::start(&["--admin", &admin]);
+    let mut c = d.client();
+    for i in 0..40 {
+        let dest = if i % 2 == 0 {
+            "169.254.169.254"
+        } else {
+            "1.1.1.1"
+        };
+        c.call(&evaluate(i, "call_api", i, dest));
+    }
+    // The listener comes up with the daemon; give it a moment on a busy machine.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let t = http_get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        if t.contains("bulwark_decisions_total") || Instant::now() > deadline {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(
+        text.contains(r#"bulwark_decisions_total{front="daemon",decision="block",reason_code="SSRF_BLOCK"} 20"#),
+        "{text}"
+    );
+    assert!(text.contains(r#"bulwark_rule_hits_total{front="daemon",rule_id="ssrf.internal"} 20"#));
+    assert!(text.contains(r#"bulwark_eval_seconds_count{front="daemon"} 40"#));
+    assert!(
+        text.contains(r#"bulwark_stage_seconds_count{stage="content"}"#),
+        "{text}"
+    );
+    assert!(text.contains("bulwark_telemetry_dropped_total 0"));
+    assert!(http_get(port, "GET /other HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+    assert!(http_get(port, "POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+}
