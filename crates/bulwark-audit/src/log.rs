@@ -1,17 +1,20 @@
 //! The writer: appends records to a log file with group commit, checkpoints, and recovery
 //! after a crash.
 //!
-//! A block is written to the file before [`AuditLog::record`] returns, so a client never
-//! sees a refusal the log lacks, even if the process is killed the next instant. Other
-//! records wait in memory for the next group commit (at most [`Options::group`] records or
-//! [`Options::flush_ms`]), which [`AuditLog::tick`] performs; so does a checkpoint every
-//! [`Options::checkpoint_every`] records or [`Options::checkpoint_ms`]. After a failed
-//! write every later call to `record` fails: a front must not go on as if recorded.
+//! A block is written to the file before [`AuditLog::record`] returns — after every record
+//! queued before it — so a client never sees a refusal the log lacks, even if the process is
+//! killed the next instant. Other records are queued as they are (owned, not yet
+//! serialised) and sealed — serialised, MAC-chained, written — by [`AuditLog::tick`] within
+//! [`Options::flush_ms`], or by the caller that fills the queue to [`Options::group`]: the
+//! request path pays for a digest and a copy, not for the cryptography. Checkpoints come
+//! every [`Options::checkpoint_every`] records or [`Options::checkpoint_ms`]. After a
+//! failed write every later call to `record` fails: a front must not go on as if recorded.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -39,7 +42,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            group: 256,
+            group: 4096,
             flush_ms: 20,
             checkpoint_every: 1000,
             checkpoint_ms: 60_000,
@@ -98,8 +101,32 @@ struct Inner {
 pub struct AuditLog {
     path: PathBuf,
     keys: AuditKeys,
+    mac_key: record::MacKey,
     opts: Options,
     inner: Mutex<Inner>,
+    /// Decisions waiting to be sealed, in arrival order.
+    queue: Mutex<Vec<Queued>>,
+    failed: AtomicBool,
+    closed: AtomicBool,
+}
+
+/// A decision as queued: owned, not yet serialised.
+struct Queued {
+    ts: u64,
+    front: String,
+    session: String,
+    principal: Option<String>,
+    server: Option<String>,
+    direction: String,
+    args_sha256: [u8; 32],
+    decision: Decision,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
 }
 
 fn now_ms() -> u64 {
@@ -178,6 +205,10 @@ impl AuditLog {
         };
         let log = AuditLog {
             path: path.to_path_buf(),
+            mac_key: record::MacKey::new(&keys.hmac),
+            queue: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
             keys,
             opts,
             inner: Mutex::new(Inner {
@@ -293,6 +324,7 @@ impl AuditLog {
         g.first_buffered = None;
         if let Err(e) = &r {
             g.failed = Some(e.to_string());
+            self.failed.store(true, Ordering::Relaxed);
         }
         r
     }
@@ -318,51 +350,99 @@ impl AuditLog {
         let r = g.file.sync_data();
         if let Err(e) = &r {
             g.failed = Some(e.to_string());
+            self.failed.store(true, Ordering::Relaxed);
         }
         r
     }
 
-    /// Records one decision. A block is on disk (in the kernel's hands) when this returns.
+    /// Records one decision. A block is on disk (in the kernel's hands) when this returns,
+    /// after every record queued before it. Other decisions are queued as they are and
+    /// sealed — serialised, MAC-chained, written — by the ticker or the next block, off the
+    /// caller's path.
     pub fn record(&self, e: &Entry<'_>) -> Result<(), AuditError> {
-        let block = e.decision.decision == Verdict::Block;
+        if let Some(why) = self.refusal() {
+            return Err(AuditError::Failed(self.path.clone(), why));
+        }
         // serde_json's maps are ordered by key: its output is already the canonical form.
         let args = Sha256::digest(serde_json::to_vec(e.args).unwrap_or_default());
-        let mut g = self.lock();
-        if let Some(why) = &g.failed {
-            return Err(AuditError::Failed(self.path.clone(), why.clone()));
+        let q = Queued {
+            ts: now_ms(),
+            front: e.front.to_string(),
+            session: e.session.to_string(),
+            principal: e.principal.map(str::to_string),
+            server: e.server.map(str::to_string),
+            direction: e.direction.to_string(),
+            args_sha256: args.into(),
+            decision: e.decision.clone(),
+        };
+        if e.decision.decision == Verdict::Block {
+            let mut g = self.lock();
+            self.seal_queued(&mut g);
+            self.seal(&mut g, &q);
+            self.write_out(&mut g)
+                .map_err(|e| AuditError::Io(self.path.clone(), e))?;
+            return self.checkpoint_if_due(&mut g);
         }
-        if g.closed {
-            return Err(AuditError::Failed(
-                self.path.clone(),
-                "the log is closed".into(),
-            ));
+        let queued = {
+            let mut queue = lock(&self.queue);
+            queue.push(q);
+            queue.len()
+        };
+        if queued >= self.opts.group {
+            let mut g = self.lock();
+            self.seal_queued(&mut g);
+            self.write_out(&mut g)
+                .map_err(|e| AuditError::Io(self.path.clone(), e))?;
+            return self.checkpoint_if_due(&mut g);
         }
-        let ts = now_ms();
-        let content = decision_content(e, &hex(&args), g.chain.seq + 1, ts);
-        let line = record::seal_content(&mut g.chain, &self.keys.hmac, content);
+        Ok(())
+    }
+
+    fn refusal(&self) -> Option<String> {
+        if self.failed.load(Ordering::Relaxed) {
+            return Some(self.lock().failed.clone().unwrap_or_default());
+        }
+        if self.closed.load(Ordering::Relaxed) {
+            return Some("the log is closed".into());
+        }
+        None
+    }
+
+    fn checkpoint_if_due(&self, g: &mut Inner) -> Result<(), AuditError> {
+        if g.since_checkpoint >= self.opts.checkpoint_every {
+            self.checkpoint(g, false, false)
+                .map_err(|e| AuditError::Io(self.path.clone(), e))?;
+        }
+        Ok(())
+    }
+
+    /// Seals everything queued, in order (the caller holds the writer's lock, so a block
+    /// cannot overtake them).
+    fn seal_queued(&self, g: &mut Inner) {
+        let queued = std::mem::take(&mut *lock(&self.queue));
+        for q in &queued {
+            self.seal(g, q);
+        }
+    }
+
+    fn seal(&self, g: &mut Inner, q: &Queued) {
+        let content = decision_content(q, g.chain.seq + 1);
+        let line = record::seal_content_with(&mut g.chain, &self.mac_key, content);
         g.buf.extend_from_slice(line.as_bytes());
         g.buf.push(b'\n');
         g.buffered += 1;
         g.since_checkpoint += 1;
         g.first_buffered.get_or_insert_with(Instant::now);
-        if block || g.buffered >= self.opts.group {
-            self.write_out(&mut g)
-                .map_err(|e| AuditError::Io(self.path.clone(), e))?;
-        }
-        if g.since_checkpoint >= self.opts.checkpoint_every {
-            self.checkpoint(&mut g, false, false)
-                .map_err(|e| AuditError::Io(self.path.clone(), e))?;
-        }
         if let Some(sink) = &g.telemetry {
-            let d = e.decision;
+            let d = &q.decision;
             sink.send(crate::telemetry::Row {
-                ts,
-                front: e.front.to_string(),
-                session: e.session.to_string(),
-                principal: e.principal.map(str::to_string),
-                server: e.server.map(str::to_string),
+                ts: q.ts,
+                front: q.front.clone(),
+                session: q.session.clone(),
+                principal: q.principal.clone(),
+                server: q.server.clone(),
                 tool: d.tool.clone(),
-                direction: e.direction.to_string(),
+                direction: q.direction.clone(),
                 decision: d.decision.as_str().to_string(),
                 reason_code: d.reason_code.map(|c| c.as_str().to_string()),
                 rule_id: d.rule_id.clone(),
@@ -370,7 +450,6 @@ impl AuditLog {
                 eval_us: d.eval_us,
             });
         }
-        Ok(())
     }
 
     /// Group commit and timed checkpoints: call every few milliseconds.
@@ -379,11 +458,15 @@ impl AuditLog {
         if g.closed || g.failed.is_some() {
             return;
         }
+        self.seal_queued(&mut g);
         let flush_due = g
             .first_buffered
             .is_some_and(|t| t.elapsed() >= Duration::from_millis(self.opts.flush_ms));
         if flush_due {
             let _ = self.write_out(&mut g);
+        }
+        if g.since_checkpoint >= self.opts.checkpoint_every {
+            let _ = self.checkpoint(&mut g, false, false);
         }
         if g.since_checkpoint > 0
             && g.last_checkpoint.elapsed() >= Duration::from_millis(self.opts.checkpoint_ms)
@@ -399,6 +482,8 @@ impl AuditLog {
             return Ok(());
         }
         g.closed = true;
+        self.closed.store(true, Ordering::Relaxed);
+        self.seal_queued(&mut g);
         // The telemetry writer ends when its queue's last sender goes; wait for it to drain.
         g.telemetry = None;
         if let Some(t) = g.telemetry_thread.take() {
@@ -435,8 +520,10 @@ impl AuditLog {
 /// A decision record's content, written directly (keys in sorted order, as canonical JSON
 /// would have them): the decision JSON without the payload it masked (data, not a decision)
 /// and without its destinations (a URL can carry a token), which become a count.
-fn decision_content(e: &Entry<'_>, args_sha256: &str, seq: u64, ts: u64) -> String {
-    let d = e.decision;
+fn decision_content(e: &Queued, seq: u64) -> String {
+    let d = &e.decision;
+    let ts = e.ts;
+    let args_sha256 = hex(&e.args_sha256);
     let redacted;
     let decision = if d.masked.is_some() || !d.destinations.is_empty() {
         let mut c = d.clone();
@@ -450,7 +537,7 @@ fn decision_content(e: &Entry<'_>, args_sha256: &str, seq: u64, ts: u64) -> Stri
     let s = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".into());
     let mut c = String::with_capacity(1024);
     c.push_str("{\"args_sha256\":\"");
-    c.push_str(args_sha256);
+    c.push_str(&args_sha256);
     c.push_str("\",\"decision\":");
     c.push_str(
         &serde_json::to_string(decision).unwrap_or_else(|_| "{\"decision\":\"block\"}".into()),
@@ -459,20 +546,20 @@ fn decision_content(e: &Entry<'_>, args_sha256: &str, seq: u64, ts: u64) -> Stri
         c.push_str(&format!(",\"destinations\":{}", d.destinations.len()));
     }
     c.push_str(",\"direction\":");
-    c.push_str(&s(e.direction));
+    c.push_str(&s(&e.direction));
     c.push_str(",\"front\":");
-    c.push_str(&s(e.front));
-    if let Some(p) = e.principal {
+    c.push_str(&s(&e.front));
+    if let Some(p) = &e.principal {
         c.push_str(",\"principal\":");
         c.push_str(&s(p));
     }
     c.push_str(&format!(",\"seq\":{seq}"));
-    if let Some(v) = e.server {
+    if let Some(v) = &e.server {
         c.push_str(",\"server\":");
         c.push_str(&s(v));
     }
     c.push_str(",\"session\":");
-    c.push_str(&s(e.session));
+    c.push_str(&s(&e.session));
     c.push_str(",\"tool\":");
     c.push_str(&s(&d.tool));
     c.push_str(&format!(

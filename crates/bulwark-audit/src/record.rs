@@ -32,14 +32,33 @@ pub struct Chain {
     pub sha: [u8; 32],
 }
 
+/// An HMAC key with its padded blocks already hashed, so each record costs only its own
+/// bytes.
+#[derive(Clone)]
+pub struct MacKey(HmacSha256);
+
+impl MacKey {
+    /// Prepares `key`.
+    pub fn new(key: &[u8; 32]) -> MacKey {
+        // A 32-byte key is always accepted; the fallback cannot run.
+        MacKey(
+            <HmacSha256 as KeyInit>::new_from_slice(key)
+                .unwrap_or_else(|_| <HmacSha256 as KeyInit>::new(&Default::default())),
+        )
+    }
+
+    /// HMAC-SHA256(key, previous ‖ content).
+    pub fn next(&self, previous: &[u8; 32], content: &[u8]) -> [u8; 32] {
+        let mut m = self.0.clone();
+        m.update(previous);
+        m.update(content);
+        m.finalize().into_bytes().into()
+    }
+}
+
 /// HMAC-SHA256(key, previous ‖ content).
 pub fn next_mac(key: &[u8; 32], previous: &[u8; 32], content: &[u8]) -> [u8; 32] {
-    // A 32-byte key is always accepted; the fallback cannot run.
-    let mut m = <HmacSha256 as KeyInit>::new_from_slice(key)
-        .unwrap_or_else(|_| <HmacSha256 as KeyInit>::new(&Default::default()));
-    m.update(previous);
-    m.update(content);
-    m.finalize().into_bytes().into()
+    MacKey::new(key).next(previous, content)
 }
 
 /// SHA-256(previous ‖ content).
@@ -91,8 +110,13 @@ pub fn seal(
 /// Seals a record whose content is already written: a JSON object on one line, whose `seq`
 /// is the chain's next. Returns the line (without newline).
 pub fn seal_content(chain: &mut Chain, hmac_key: &[u8; 32], content: String) -> String {
+    seal_content_with(chain, &MacKey::new(hmac_key), content)
+}
+
+/// [`seal_content`] with a prepared key.
+pub fn seal_content_with(chain: &mut Chain, key: &MacKey, content: String) -> String {
     chain.seq += 1;
-    chain.mac = next_mac(hmac_key, &chain.mac, content.as_bytes());
+    chain.mac = key.next(&chain.mac, content.as_bytes());
     chain.sha = next_sha(&chain.sha, content.as_bytes());
     let mut line = content;
     line.pop();
@@ -109,6 +133,8 @@ pub fn checkpoint(ts_ms: u64, chain: &Chain, key_id: &str, last: bool) -> Map<St
     m.insert("ts".into(), json!(ts_ms));
     m.insert("covers".into(), json!(chain.seq));
     m.insert("sha".into(), json!(hex(&chain.sha)));
+    // The running HMAC tag, signed: the signature covers the tag and the count.
+    m.insert("tag".into(), json!(hex(&chain.mac)));
     m.insert("key_id".into(), json!(key_id));
     m.insert("final".into(), json!(last));
     m

@@ -202,6 +202,7 @@ pub fn verify(reader: impl BufRead, key: &VerifyKey) -> Result<Report, Failure> 
             ));
         }
         let sha_before = report.chain.sha;
+        let mac_before = report.chain.mac;
         report.chain = Chain {
             seq,
             mac,
@@ -249,6 +250,11 @@ pub fn verify(reader: impl BufRead, key: &VerifyKey) -> Result<Report, Failure> 
             }
             "checkpoint" => {
                 let public = cur.public;
+                if cur.hmac.is_some()
+                    && obj.get("tag").and_then(Value::as_str) != Some(hex(&mac_before).as_str())
+                {
+                    return Err(fail(line_no, "the checkpoint's tag is not the running MAC"));
+                }
                 if obj.get("sha").and_then(Value::as_str) != Some(hex(&sha_before).as_str()) {
                     return Err(fail(
                         line_no,

@@ -242,8 +242,12 @@ fn main() {
         ),
     )
     .unwrap();
+    // BULWARK_BIN runs another build (an A/B against an older commit).
+    let bin: OsString = std::env::var_os("BULWARK_BIN")
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| BIN.into());
     let mut bulwark_cmd: Vec<OsString> = vec![
-        BIN.into(),
+        bin,
         "mcp".into(),
         "--policy".into(),
         policy.into(),
