@@ -83,6 +83,25 @@ pub struct Entry<'a> {
     pub decision: &'a Decision,
 }
 
+impl<'a> Entry<'a> {
+    /// The entry for `call` decided as `decision` by `front`.
+    pub fn for_call(
+        front: &'a str,
+        call: &'a bulwark_engine::Call,
+        decision: &'a Decision,
+    ) -> Entry<'a> {
+        Entry {
+            front,
+            session: &call.session,
+            principal: call.principal.id.as_deref(),
+            server: call.tool.server.as_deref(),
+            direction: call.direction.as_str(),
+            args: call.payload(),
+            decision,
+        }
+    }
+}
+
 struct Inner {
     file: File,
     buf: Vec<u8>,

@@ -272,17 +272,8 @@ impl Service {
             m.observe("daemon", d);
         }
         if let Some(a) = &self.audit {
-            let entry = bulwark_audit::Entry {
-                front: "daemon",
-                session: &call.session,
-                principal: call.principal.id.as_deref(),
-                server: call.tool.server.as_deref(),
-                direction: call.direction.as_str(),
-                args: call.payload(),
-                decision: d,
-            };
             // A decision the log cannot hold is not given: the caller gets an error instead.
-            if let Err(e) = a.record(&entry) {
+            if let Err(e) = a.record(&bulwark_audit::Entry::for_call("daemon", call, d)) {
                 eprintln!("bulwark daemon: {e}");
                 return Err(RpcError::new(
                     rpc::INTERNAL_ERROR,

@@ -190,16 +190,7 @@ impl Gateway {
     /// nobody can account for afterwards does not go through.
     fn record(&self, d: &mut Decision, call: &Call) {
         let Some(a) = &self.audit else { return };
-        let entry = bulwark_audit::Entry {
-            front: "mcp",
-            session: &call.session,
-            principal: call.principal.id.as_deref(),
-            server: call.tool.server.as_deref(),
-            direction: call.direction.as_str(),
-            args: call.payload(),
-            decision: d,
-        };
-        if let Err(e) = a.record(&entry) {
+        if let Err(e) = a.record(&bulwark_audit::Entry::for_call("mcp", call, d)) {
             (self.log)(&e.to_string());
             let version = d.policy_version.clone();
             *d = Decision::invalid_input(
