@@ -27,7 +27,9 @@ fn bench(c: &mut Criterion) {
         server: Some("postgres"),
         direction: "request",
         args: &call.args,
+        definition: None,
         decision: &d,
+        refused: false,
     };
     let mut g = c.benchmark_group("audit_append");
     let plain = std::fs::File::create(dir.join("plain.jsonl")).unwrap();

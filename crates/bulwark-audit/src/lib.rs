@@ -21,7 +21,8 @@
 //! let call = Call::request("s1", "bash", serde_json::json!({"command": "rm -rf /"}));
 //! let d = engine.evaluate(&call, &mut State::new(engine.policy()), Now::at(0));
 //! log.record(&Entry { front: "check", session: "s1", principal: None, server: None,
-//!     direction: "request", args: &call.args, decision: &d }).unwrap();
+//!     direction: "request", args: &call.args, definition: None, decision: &d,
+//!     refused: false }).unwrap();
 //! log.close().unwrap();
 //!
 //! let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());

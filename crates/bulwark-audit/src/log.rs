@@ -37,6 +37,9 @@ pub struct Options {
     pub checkpoint_every: u64,
     /// A checkpoint at least this often, when there were records.
     pub checkpoint_ms: u64,
+    /// Where to keep the chain's head (its last checkpoint, MAC-protected) outside the log,
+    /// so that records cut off the end are noticed by the next writer and by verifiers.
+    pub head: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -46,6 +49,7 @@ impl Default for Options {
             flush_ms: 20,
             checkpoint_every: 1000,
             checkpoint_ms: 60_000,
+            head: None,
         }
     }
 }
@@ -59,6 +63,9 @@ pub enum AuditError {
     /// The existing log does not verify: appending would hide that.
     #[error("audit log {0} does not verify ({1}); move it aside (and keep it) to start a new one")]
     Corrupt(PathBuf, verify::Failure),
+    /// Another writer has the log open.
+    #[error("audit log {0} is being written by another process (one writer per log)")]
+    Busy(PathBuf),
     /// An earlier write failed; nothing since is recorded.
     #[error("audit log {0}: an earlier write failed ({1}); later decisions are not recorded")]
     Failed(PathBuf, String),
@@ -79,8 +86,13 @@ pub struct Entry<'a> {
     pub direction: &'a str,
     /// The arguments (hashed, never stored).
     pub args: &'a Value,
+    /// The tool definition, for a definition (hashed, never stored).
+    pub definition: Option<&'a bulwark_engine::Definition>,
     /// The decision.
     pub decision: &'a Decision,
+    /// Whether the front refuses the call with this decision: a refusal is on disk before
+    /// the front returns it (a block always is).
+    pub refused: bool,
 }
 
 impl<'a> Entry<'a> {
@@ -97,7 +109,9 @@ impl<'a> Entry<'a> {
             server: call.tool.server.as_deref(),
             direction: call.direction.as_str(),
             args: call.payload(),
+            definition: call.definition.as_ref(),
             decision,
+            refused: matches!(decision.decision, Verdict::Block | Verdict::Approve),
         }
     }
 }
@@ -127,6 +141,15 @@ pub struct AuditLog {
     queue: Mutex<Vec<Queued>>,
     failed: AtomicBool,
     closed: AtomicBool,
+    /// Keys the argument digests: derived from the HMAC key, separate from the chain's.
+    args_key: record::MacKey,
+    /// Held while this writer lives: one writer per log.
+    _writer_lock: File,
+    /// The telemetry queue's (depth, dropped) counters, readable without the writer's lock.
+    telemetry_counters: std::sync::OnceLock<(
+        Arc<std::sync::atomic::AtomicU64>,
+        Arc<std::sync::atomic::AtomicU64>,
+    )>,
 }
 
 /// A decision as queued: owned, not yet serialised.
@@ -137,7 +160,7 @@ struct Queued {
     principal: Option<String>,
     server: Option<String>,
     direction: String,
-    args_sha256: [u8; 32],
+    args_hmac: [u8; 32],
     decision: Decision,
 }
 
@@ -179,6 +202,21 @@ impl AuditLog {
         opts: Options,
     ) -> Result<AuditLog, AuditError> {
         let io = |e| AuditError::Io(path.to_path_buf(), e);
+        let lock_path = path.with_extension("lock");
+        let writer_lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(|e| AuditError::Io(lock_path.clone(), e))?;
+        match writer_lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(AuditError::Busy(path.to_path_buf()));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(AuditError::Io(lock_path, e)),
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -190,11 +228,7 @@ impl AuditLog {
         file.read_to_end(&mut text).map_err(io)?;
         let keep = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         let dropped = text.len() - keep;
-        if dropped > 0 {
-            // A record half written when the writer died: not part of the chain.
-            file.set_len(keep as u64).map_err(io)?;
-            file.seek(SeekFrom::End(0)).map_err(io)?;
-        }
+        let dropped_sha = hex(&Sha256::digest(&text[keep..]));
         let ring: Vec<verify::RingKey> = std::iter::once(&keys)
             .chain(retired)
             .map(|k| verify::RingKey {
@@ -202,8 +236,19 @@ impl AuditLog {
                 public: Some(k.public()),
             })
             .collect();
+        // Verified before anything is changed: a log that is refused stays as it was.
         let report = verify::verify(BufReader::new(&text[..keep]), &VerifyKey::Hmac(ring))
             .map_err(|f| AuditError::Corrupt(path.to_path_buf(), f))?;
+        if let Some(head) = &opts.head {
+            check_head(head, &keys, retired, &report)
+                .map_err(|why| AuditError::Corrupt(path.to_path_buf(), why))?;
+        }
+        drop(text);
+        if dropped > 0 {
+            // A record half written when the writer died: not part of the chain.
+            file.set_len(keep as u64).map_err(io)?;
+            file.seek(SeekFrom::End(0)).map_err(io)?;
+        }
         let previous = match report.key_id.as_deref() {
             Some(id) if id != keys.key_id() => Some(
                 retired
@@ -228,6 +273,13 @@ impl AuditLog {
             queue: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            args_key: record::MacKey::new(&record::next_mac(
+                &keys.hmac,
+                &[0; 32],
+                b"bulwark audit args",
+            )),
+            _writer_lock: writer_lock,
+            telemetry_counters: std::sync::OnceLock::new(),
             keys,
             opts,
             inner: Mutex::new(Inner {
@@ -246,14 +298,19 @@ impl AuditLog {
         };
         {
             let mut g = log.lock();
-            if report.records > 0 && !report.last_final {
+            if report.records > 0 && (!report.last_final || dropped > 0) {
                 let mut m = Map::new();
                 m.insert("type".into(), json!("recover"));
                 m.insert("ts".into(), json!(now_ms()));
                 m.insert("dropped_bytes".into(), json!(dropped));
+                m.insert("dropped_sha256".into(), json!(dropped_sha));
                 m.insert(
                     "note".into(),
-                    json!("the previous writer stopped without a closing checkpoint"),
+                    json!(if report.last_final {
+                        "bytes after the closing checkpoint were removed"
+                    } else {
+                        "the previous writer stopped without a closing checkpoint"
+                    }),
                 );
                 match &previous {
                     Some(old) => log.push_with(&mut g, m, &old.hmac),
@@ -300,6 +357,7 @@ impl AuditLog {
         sink: crate::telemetry::Sink,
         thread: std::thread::JoinHandle<()>,
     ) {
+        let _ = self.telemetry_counters.set(sink.counters());
         let mut g = self.lock();
         g.telemetry = Some(sink);
         g.telemetry_thread = Some(thread);
@@ -307,10 +365,9 @@ impl AuditLog {
 
     /// Telemetry rows (queued, dropped because the store's queue was full).
     pub fn telemetry_queue(&self) -> (u64, u64) {
-        self.lock()
-            .telemetry
-            .as_ref()
-            .map_or((0, 0), |s| (s.depth(), s.dropped()))
+        self.telemetry_counters.get().map_or((0, 0), |(d, x)| {
+            (d.load(Ordering::Relaxed), x.load(Ordering::Relaxed))
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -334,6 +391,10 @@ impl AuditLog {
     }
 
     fn write_out(&self, g: &mut Inner) -> std::io::Result<()> {
+        if let Some(why) = &g.failed {
+            // A partial write may have left half a line: nothing more goes after it.
+            return Err(std::io::Error::other(why.clone()));
+        }
         if g.buf.is_empty() {
             return Ok(());
         }
@@ -363,6 +424,15 @@ impl AuditLog {
         g.since_checkpoint = 0;
         g.last_checkpoint = Instant::now();
         self.write_out(g)?;
+        if let Some(head) = &self.opts.head {
+            write_head(head, &self.keys.hmac, &g.chain).inspect_err(|e| {
+                g.failed = Some(format!(
+                    "cannot write the chain head {}: {e}",
+                    head.display()
+                ));
+                self.failed.store(true, Ordering::Relaxed);
+            })?;
+        }
         if !sync {
             return Ok(());
         }
@@ -382,8 +452,18 @@ impl AuditLog {
         if let Some(why) = self.refusal() {
             return Err(AuditError::Failed(self.path.clone(), why));
         }
-        // serde_json's maps are ordered by key: its output is already the canonical form.
-        let args = Sha256::digest(serde_json::to_vec(e.args).unwrap_or_default());
+        // Keyed, so that nobody holding the log can test guesses of short secrets against
+        // it. serde_json's maps are ordered by key: its output is the canonical form.
+        let payload = match e.definition {
+            Some(def) => serde_json::to_vec(&json!({
+                "description": def.description,
+                "input_schema": def.input_schema,
+                "annotations": def.annotations,
+            })),
+            None => serde_json::to_vec(e.args),
+        }
+        .unwrap_or_default();
+        let args = self.args_key.next(&[0; 32], &payload);
         let q = Queued {
             ts: now_ms(),
             front: e.front.to_string(),
@@ -391,11 +471,20 @@ impl AuditLog {
             principal: e.principal.map(str::to_string),
             server: e.server.map(str::to_string),
             direction: e.direction.to_string(),
-            args_sha256: args.into(),
+            args_hmac: args,
             decision: e.decision.clone(),
         };
-        if e.decision.decision == Verdict::Block {
+        if e.refused || e.decision.decision == Verdict::Block {
             let mut g = self.lock();
+            if let Some(why) = g.failed.clone() {
+                return Err(AuditError::Failed(self.path.clone(), why));
+            }
+            if g.closed {
+                return Err(AuditError::Failed(
+                    self.path.clone(),
+                    "the log is closed".into(),
+                ));
+            }
             self.seal_queued(&mut g);
             self.seal(&mut g, &q);
             self.write_out(&mut g)
@@ -403,7 +492,14 @@ impl AuditLog {
             return self.checkpoint_if_due(&mut g);
         }
         let queued = {
+            // `close` sets its flag under this lock: nothing is queued after it drained.
             let mut queue = lock(&self.queue);
+            if self.closed.load(Ordering::Relaxed) {
+                return Err(AuditError::Failed(
+                    self.path.clone(),
+                    "the log is closed".into(),
+                ));
+            }
             queue.push(q);
             queue.len()
         };
@@ -496,23 +592,34 @@ impl AuditLog {
 
     /// Writes what is buffered and a closing checkpoint. Further records are refused.
     pub fn close(&self) -> Result<(), AuditError> {
-        let mut g = self.lock();
-        if g.closed {
-            return Ok(());
-        }
-        g.closed = true;
-        self.closed.store(true, Ordering::Relaxed);
-        self.seal_queued(&mut g);
-        // The telemetry writer ends when its queue's last sender goes; wait for it to drain.
-        g.telemetry = None;
-        if let Some(t) = g.telemetry_thread.take() {
+        let (result, telemetry) = {
+            let mut g = self.lock();
+            if g.closed {
+                return Ok(());
+            }
+            g.closed = true;
+            {
+                // Under the queue's lock: a record queued from now on is refused, and all
+                // queued before is sealed below.
+                let _q = lock(&self.queue);
+                self.closed.store(true, Ordering::Relaxed);
+            }
+            self.seal_queued(&mut g);
+            let result = match &g.failed {
+                Some(why) => Err(AuditError::Failed(self.path.clone(), why.clone())),
+                None => self
+                    .checkpoint(&mut g, true, true)
+                    .map_err(|e| AuditError::Io(self.path.clone(), e)),
+            };
+            g.telemetry = None;
+            (result, g.telemetry_thread.take())
+        };
+        // The telemetry writer ends when its queue's last sender goes; waited for after the
+        // closing checkpoint is on disk, and outside the lock.
+        if let Some(t) = telemetry {
             let _ = t.join();
         }
-        if let Some(why) = &g.failed {
-            return Err(AuditError::Failed(self.path.clone(), why.clone()));
-        }
-        self.checkpoint(&mut g, true, true)
-            .map_err(|e| AuditError::Io(self.path.clone(), e))
+        result
     }
 
     /// Starts a thread that calls [`AuditLog::tick`] until the log is closed.
@@ -542,12 +649,13 @@ impl AuditLog {
 fn decision_content(e: &Queued, seq: u64) -> String {
     let d = &e.decision;
     let ts = e.ts;
-    let args_sha256 = hex(&e.args_sha256);
+    let args_hmac = hex(&e.args_hmac);
     let redacted;
-    let decision = if d.masked.is_some() || !d.destinations.is_empty() {
+    let decision = if d.masked.is_some() || !d.destinations.is_empty() || d.reason.contains("://") {
         let mut c = d.clone();
         c.masked = None;
         c.destinations.clear();
+        c.reason = redact_urls(&c.reason);
         redacted = c;
         &redacted
     } else {
@@ -555,8 +663,8 @@ fn decision_content(e: &Queued, seq: u64) -> String {
     };
     let s = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".into());
     let mut c = String::with_capacity(1024);
-    c.push_str("{\"args_sha256\":\"");
-    c.push_str(&args_sha256);
+    c.push_str("{\"args_hmac\":\"");
+    c.push_str(&args_hmac);
     c.push_str("\",\"decision\":");
     c.push_str(
         &serde_json::to_string(decision).unwrap_or_else(|_| "{\"decision\":\"block\"}".into()),
@@ -586,4 +694,146 @@ fn decision_content(e: &Queued, seq: u64) -> String {
         record::VERSION
     ));
     c
+}
+
+/// Where a log's head is kept: under the key directory, named by a digest of the log's
+/// absolute path.
+pub fn head_path(key_dir: &Path, log: &Path) -> PathBuf {
+    let abs = std::fs::canonicalize(log)
+        .or_else(|_| std::env::current_dir().map(|d| d.join(log)))
+        .unwrap_or_else(|_| log.to_path_buf());
+    let digest = Sha256::digest(abs.as_os_str().as_encoded_bytes());
+    key_dir
+        .join("heads")
+        .join(format!("{}.json", hex(&digest[..12])))
+}
+
+/// Writes the chain's head, MAC-protected, atomically.
+fn write_head(path: &Path, hmac: &[u8; 32], chain: &Chain) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let mut m = Map::new();
+    m.insert("seq".into(), json!(chain.seq));
+    m.insert("sha".into(), json!(hex(&chain.sha)));
+    m.insert("tag".into(), json!(hex(&chain.mac)));
+    let body = record::canonical(&m);
+    m.insert(
+        "mac".into(),
+        json!(hex(&record::next_mac(hmac, &[0; 32], body.as_bytes()))),
+    );
+    let tmp = path.with_extension("tmp");
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(record::canonical(&m).as_bytes())?;
+    f.sync_data()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Checks a log against its recorded head: the head must be intact, and the log must reach
+/// at least as far, through the same chain.
+pub fn check_head(
+    path: &Path,
+    keys: &AuditKeys,
+    retired: &[AuditKeys],
+    report: &verify::Report,
+) -> Result<(), verify::Failure> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(verify::Failure {
+                line: 0,
+                why: format!("cannot read the chain head {}: {e}", path.display()),
+            });
+        }
+    };
+    let bad = |why: String| verify::Failure {
+        line: report.records,
+        why,
+    };
+    let mut m: Map<String, Value> = serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "the chain head {} is damaged ({e})",
+            path.display()
+        ))
+    })?;
+    let mac = m.remove("mac").and_then(|v| v.as_str().map(str::to_string));
+    let body = record::canonical(&m);
+    let genuine = std::iter::once(keys).chain(retired).any(|k| {
+        mac.as_deref() == Some(hex(&record::next_mac(&k.hmac, &[0; 32], body.as_bytes())).as_str())
+    });
+    if !genuine {
+        return Err(bad(format!(
+            "the chain head {} is not genuine",
+            path.display()
+        )));
+    }
+    let seq = m.get("seq").and_then(Value::as_u64).unwrap_or(0);
+    if report.chain.seq < seq {
+        return Err(bad(format!(
+            "the log ends at record {} but was written up to record {seq}: records were cut off the end",
+            report.chain.seq
+        )));
+    }
+    Ok(())
+}
+
+/// URLs in a reason keep their scheme, host and path; user information, query and fragment
+/// (where tokens travel) become `…`.
+pub fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        out.push_str(&rest[..at + 3]);
+        let after = &rest[at + 3..];
+        let end = after
+            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '>' || c == ')')
+            .unwrap_or(after.len());
+        let url = &after[..end];
+        let url = match url.find('@') {
+            Some(i) if !url[..i].contains('/') => {
+                out.push_str("…@");
+                &url[i + 1..]
+            }
+            _ => url,
+        };
+        match url.find(['?', '#']) {
+            Some(i) => {
+                out.push_str(&url[..i]);
+                out.push_str(&url[i..i + 1]);
+                out.push('…');
+            }
+            None => out.push_str(url),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_in_urls_are_redacted() {
+        assert_eq!(
+            redact_urls("Destination \"https://u:p@api.example.com/v1?key=SECRET#x\" is refused."),
+            "Destination \"https://…@api.example.com/v1?…\" is refused."
+        );
+        assert_eq!(redact_urls("no url here"), "no url here");
+        assert_eq!(
+            redact_urls("http://169.254.169.254/latest"),
+            "http://169.254.169.254/latest"
+        );
+    }
 }

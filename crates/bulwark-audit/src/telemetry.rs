@@ -103,6 +103,11 @@ impl Sink {
     pub fn depth(&self) -> u64 {
         self.depth.load(Ordering::Relaxed)
     }
+
+    /// The (depth, dropped) counters themselves, for readers that must not wait.
+    pub fn counters(&self) -> (Arc<AtomicU64>, Arc<AtomicU64>) {
+        (Arc::clone(&self.depth), Arc::clone(&self.dropped))
+    }
 }
 
 fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> TelemetryError + '_ {
@@ -169,6 +174,7 @@ fn writer(
     depth: &AtomicU64,
 ) {
     let mut last_retention = Instant::now() - Duration::from_secs(3600);
+    let mut dropped_stored = 0u64;
     let mut batch: Vec<Row> = Vec::with_capacity(512);
     loop {
         let done = match rx.recv_timeout(Duration::from_millis(200)) {
@@ -187,7 +193,11 @@ fn writer(
         };
         if !batch.is_empty() {
             depth.fetch_sub(batch.len() as u64, Ordering::Relaxed);
-            if let Err(e) = insert(&mut conn, &batch, dropped.load(Ordering::Relaxed)) {
+            // Drops are added as increments: several processes may share the store.
+            let now_dropped = dropped.load(Ordering::Relaxed);
+            let delta = now_dropped.saturating_sub(dropped_stored);
+            dropped_stored = now_dropped;
+            if let Err(e) = insert(&mut conn, &batch, delta) {
                 eprintln!(
                     "bulwark: telemetry store {}: {e}; {} rows lost",
                     path.display(),
@@ -237,7 +247,7 @@ fn insert(conn: &mut Connection, rows: &[Row], dropped: u64) -> rusqlite::Result
         }
         tx.execute(
             "INSERT INTO counters (name, value) VALUES ('telemetry_dropped', ?1)
-             ON CONFLICT(name) DO UPDATE SET value = max(value, excluded.value)",
+             ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
             params![dropped as i64],
         )?;
     }

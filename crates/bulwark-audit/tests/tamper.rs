@@ -40,7 +40,9 @@ fn sample(name: &str) -> (PathBuf, Vec<String>) {
             server: None,
             direction: "request",
             args: &call.args,
+            definition: None,
             decision: &d,
+            refused: false,
         })
         .unwrap();
     }
@@ -184,7 +186,9 @@ fn a_crashed_writer_is_recovered_and_the_chain_goes_on() {
         server: None,
         direction: "request",
         args: &serde_json::Value::Null,
+        definition: None,
         decision: &d,
+        refused: false,
     };
     log.record(&e).unwrap();
     // The process dies: no closing checkpoint, and half a line at the end.
@@ -233,7 +237,9 @@ fn a_rotation_hands_the_chain_to_the_new_key_and_cannot_be_forged() {
         server: None,
         direction: "request",
         args: &serde_json::Value::Null,
+        definition: None,
         decision: &d,
+        refused: false,
     })
     .unwrap();
     log.close().unwrap();
@@ -282,4 +288,62 @@ fn a_rotation_hands_the_chain_to_the_new_key_and_cannot_be_forged() {
     );
     let f = check(&forged, &VerifyKey::Public(old.public())).unwrap_err();
     assert_eq!(f.line, i as u64 + 1, "{f}");
+}
+
+#[test]
+fn records_cut_at_a_closing_checkpoint_are_noticed_through_the_head() {
+    let path = scratch("head");
+    let head = path.with_file_name("head.json");
+    let opts = || Options {
+        head: Some(head.clone()),
+        ..Options::default()
+    };
+    let d = bulwark_engine::Decision::invalid_input("x", "v");
+    let entry = Entry {
+        front: "daemon",
+        session: "s",
+        principal: None,
+        server: None,
+        direction: "request",
+        args: &serde_json::Value::Null,
+        definition: None,
+        decision: &d,
+        refused: true,
+    };
+    // Two runs, each closed: the file ends at a final checkpoint twice.
+    for _ in 0..2 {
+        let log = AuditLog::open(&path, keys(), "daemon", opts()).unwrap();
+        log.record(&entry).unwrap();
+        log.close().unwrap();
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    // Cut right after the first run's closing checkpoint: the rest still verifies…
+    let first_final = text.find("\"final\":true").unwrap();
+    let cut = text[first_final..].find('\n').unwrap() + first_final + 1;
+    std::fs::write(&path, &text[..cut]).unwrap();
+    let r = verify(BufReader::new(&text.as_bytes()[..cut]), &hmac_key()).unwrap();
+    assert!(r.closed);
+    // …but the head says the log went further, and the next writer refuses it.
+    let Err(e) = AuditLog::open(&path, keys(), "daemon", opts()) else {
+        panic!("a shortened log was accepted")
+    };
+    assert!(e.to_string().contains("cut off the end"), "{e}");
+    // A forged head (without the key) is refused too.
+    std::fs::write(&path, &text).unwrap();
+    let h = std::fs::read_to_string(&head).unwrap();
+    std::fs::write(&head, h.replace("\"seq\":", "\"seq\":1")).unwrap();
+    assert!(AuditLog::open(&path, keys(), "daemon", opts()).is_err());
+}
+
+#[test]
+fn one_writer_per_log() {
+    let path = scratch("busy");
+    let a = AuditLog::open(&path, keys(), "daemon", Options::default()).unwrap();
+    let Err(e) = AuditLog::open(&path, keys(), "check", Options::default()) else {
+        panic!("a second writer was let in")
+    };
+    assert!(matches!(e, bulwark_audit::AuditError::Busy(_)), "{e}");
+    a.close().unwrap();
+    drop(a);
+    assert!(AuditLog::open(&path, keys(), "check", Options::default()).is_ok());
 }

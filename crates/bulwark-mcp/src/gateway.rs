@@ -359,23 +359,36 @@ impl Gateway {
             self.refresh_pins();
             let mut call = self.call(&name, Direction::Request);
             call.args = arguments.clone();
-            let d = self.decide(&call, now_ms);
-            // The engine knows why a pinned tool is withheld and says so; a tool withheld
-            // from the list for any other reason is refused here.
-            if d.decision <= Verdict::Mask && self.is_withheld(&name) {
+            // A tool withheld from the list is refused before the engine sees the call (so the
+            // call leaves no trace in the session), and the refusal itself is recorded.
+            if self.is_withheld(&name) {
+                let mut d = Decision::invalid_input(
+                    format!("Tool {name:?} was withheld from the tool list; it cannot be called."),
+                    &self.engine.engine().policy().version,
+                );
+                d.reason_code = Some(bulwark_engine::ReasonCode::ToolPoisoning);
+                if let Some((code, reason)) = self
+                    .engine
+                    .state()
+                    .pins
+                    .get(Some(&self.config.server), &name)
+                    .and_then(|p| p.quarantined.clone())
+                {
+                    d.reason_code = Some(code);
+                    d.reason = reason;
+                }
+                d.tool = name.clone();
+                d.safer_alternative =
+                    Some("Ask the operator to review the tool (bulwark pins list).".into());
+                self.record(&mut d, &call);
                 return vec![Out::Client(jsonrpc::error(
                     &id,
                     -32096,
                     "tool_quarantined",
-                    Some(json!({
-                        "decision": "block",
-                        "reason_code": "TOOL_POISONING",
-                        "tool": name,
-                        "reason": format!("Tool {name:?} was withheld from the tool list; it cannot be called."),
-                        "safer_alternative": "Ask the operator to review the tool (bulwark pins list).",
-                    })),
+                    serde_json::to_value(&d).ok(),
                 ))];
             }
+            let d = self.decide(&call, now_ms);
             match (d.decision, &d.masked) {
                 (Verdict::Allow | Verdict::Warn, _) => {}
                 (Verdict::Mask, Some(masked)) => {

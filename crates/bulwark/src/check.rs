@@ -122,25 +122,22 @@ impl<W: Write> Runner<'_, W> {
                 }
             };
             if let Some(a) = audit {
-                let (session, principal, direction, args) = match &self.call {
-                    Some(c) => (
-                        c.session.as_str(),
-                        c.principal.id.as_deref(),
-                        c.direction.as_str(),
-                        &c.args,
-                    ),
-                    None => ("", None, "request", &serde_json::Value::Null),
-                };
                 // Recorded before it is shown: nothing is reported that the log lacks.
-                a.record(&bulwark_audit::Entry {
-                    front: "check",
-                    session,
-                    principal,
-                    server: None,
-                    direction,
-                    args,
-                    decision: &decision,
-                })?;
+                let entry = match &self.call {
+                    Some(c) => bulwark_audit::Entry::for_call("check", c, &decision),
+                    None => bulwark_audit::Entry {
+                        front: "check",
+                        session: "",
+                        principal: None,
+                        server: None,
+                        direction: "request",
+                        args: &serde_json::Value::Null,
+                        definition: None,
+                        decision: &decision,
+                        refused: true,
+                    },
+                };
+                a.record(&entry)?;
             }
             writeln!(self.out, "{}", decision.to_json())?;
         }

@@ -21,13 +21,11 @@ pub fn open_audit(
     let keys = bulwark_audit::AuditKeys::load_or_create(&dir)
         .with_context(|| "the audit log needs its keys; refusing to write an unsigned one")?;
     let retired = bulwark_audit::keys::load_retired(&dir)?;
-    let log = bulwark_audit::AuditLog::open_with_retired(
-        path,
-        keys,
-        &retired,
-        front,
-        bulwark_audit::Options::default(),
-    )?;
+    let opts = bulwark_audit::Options {
+        head: Some(bulwark_audit::log::head_path(&dir, path)),
+        ..bulwark_audit::Options::default()
+    };
+    let log = bulwark_audit::AuditLog::open_with_retired(path, keys, &retired, front, opts)?;
     let db = state_dir(common)?.join("telemetry.db");
     let (sink, thread) = bulwark_audit::telemetry::start(
         &db,

@@ -570,6 +570,14 @@ fn sigkill_under_load_loses_no_block_and_the_chain_still_verifies() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    // And with nothing but the public key.
+    let o = Command::new(BIN)
+        .args(["audit", "verify", "--pubkey"])
+        .arg(auditor.join("audit/signing.pub"))
+        .arg(&audit)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
 }
 
 fn hook(args: &[&str], dir: &Path, input: &str) -> Output {
