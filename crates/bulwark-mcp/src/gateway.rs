@@ -525,6 +525,23 @@ impl Gateway {
                     )
                 }
             },
+            // What else the model reads in a listing: prompt, resource and template
+            // descriptions, checked like tool definitions (a poisoned one is left out).
+            method @ ("prompts/list" | "resources/list" | "resources/templates/list") => {
+                let (field, kind) = match method {
+                    "prompts/list" => ("prompts", "prompt"),
+                    "resources/list" => ("resources", "resource"),
+                    _ => ("resourceTemplates", "template"),
+                };
+                if let Some(Value::Array(items)) = msg.pointer_mut(&format!("/result/{field}")) {
+                    let listed = std::mem::take(items);
+                    *items = listed
+                        .into_iter()
+                        .filter(|item| self.listing_allowed(item, kind, now_ms))
+                        .collect();
+                }
+                msg
+            }
             "initialize" => {
                 if let Some(result) = msg.get_mut("result").and_then(Value::as_object_mut) {
                     if result.get("instructions").is_some_and(|i| !i.is_string()) {
@@ -593,6 +610,31 @@ impl Gateway {
             },
             None => run(None).unwrap_or_else(withhold_all),
         }
+    }
+
+    /// Whether a prompt, resource or template in a listing may be shown.
+    fn listing_allowed(&self, item: &Value, kind: &str, now_ms: u64) -> bool {
+        let Some(obj) = item.as_object() else {
+            (self.log)(&format!("withheld a {kind} that is not an object"));
+            return false;
+        };
+        let id = ["name", "uri", "uriTemplate"]
+            .iter()
+            .find_map(|k| obj.get(*k).and_then(Value::as_str))
+            .unwrap_or("");
+        let mut rest = obj.clone();
+        let description = match rest.remove("description") {
+            Some(Value::String(s)) => s,
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let mut call = self.call(&format!("{kind}:{id}"), Direction::Definition);
+        call.definition = Some(Definition {
+            description,
+            input_schema: Value::Null,
+            annotations: Value::Object(rest),
+        });
+        self.decide(&call, now_ms).decision <= Verdict::Warn
     }
 
     /// `Ok(name)` when a definition may be shown; `Err(name)` when it is withheld.

@@ -231,6 +231,15 @@ fn a_hostile_server_is_contained() {
     let r = g.call("add_note", json!({"text": "hi"}));
     assert_eq!(r["error"]["code"], -32096, "{r}");
     assert_eq!(r["error"]["message"], "tool_quarantined");
+    // Prompt descriptions are read by the model too: the poisoned one is left out.
+    let r = g.request("prompts/list", json!({}));
+    let prompts: Vec<&str> = r["result"]["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(prompts, ["summarise"], "{r}");
 
     // A clean call passes through unchanged.
     let r = g.call("echo", json!({"message": "hi"}));
