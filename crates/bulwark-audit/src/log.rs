@@ -111,7 +111,8 @@ impl<'a> Entry<'a> {
             args: call.payload(),
             definition: call.definition.as_ref(),
             decision,
-            refused: matches!(decision.decision, Verdict::Block | Verdict::Approve),
+            refused: matches!(decision.decision, Verdict::Block | Verdict::Approve)
+                || (decision.decision == Verdict::Mask && decision.masked.is_none()),
         }
     }
 }
@@ -202,7 +203,11 @@ impl AuditLog {
         opts: Options,
     ) -> Result<AuditLog, AuditError> {
         let io = |e| AuditError::Io(path.to_path_buf(), e);
-        let lock_path = path.with_extension("lock");
+        let lock_path = {
+            let mut name = path.as_os_str().to_os_string();
+            name.push(".lock");
+            PathBuf::from(name)
+        };
         let writer_lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -224,6 +229,10 @@ impl AuditLog {
             .mode(0o600)
             .open(path)
             .map_err(io)?;
+        // The head is read before the log: a checkpoint written in between (by nobody, as we
+        // hold the lock, but the same order serves verifiers of live logs) can only make the
+        // log longer than the head.
+        let head_text = opts.head.as_deref().and_then(read_head);
         let mut text = Vec::new();
         file.read_to_end(&mut text).map_err(io)?;
         let keep = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
@@ -239,8 +248,8 @@ impl AuditLog {
         // Verified before anything is changed: a log that is refused stays as it was.
         let report = verify::verify(BufReader::new(&text[..keep]), &VerifyKey::Hmac(ring))
             .map_err(|f| AuditError::Corrupt(path.to_path_buf(), f))?;
-        if let Some(head) = &opts.head {
-            check_head(head, &keys, retired, &report)
+        if let (Some(head), Some(text)) = (&opts.head, head_text) {
+            check_head(head, text, &keys, retired, &report)
                 .map_err(|why| AuditError::Corrupt(path.to_path_buf(), why))?;
         }
         drop(text);
@@ -298,7 +307,7 @@ impl AuditLog {
         };
         {
             let mut g = log.lock();
-            if report.records > 0 && (!report.last_final || dropped > 0) {
+            if (report.records > 0 && !report.last_final) || dropped > 0 {
                 let mut m = Map::new();
                 m.insert("type".into(), json!("recover"));
                 m.insert("ts".into(), json!(now_ms()));
@@ -424,6 +433,15 @@ impl AuditLog {
         g.since_checkpoint = 0;
         g.last_checkpoint = Instant::now();
         self.write_out(g)?;
+        if !sync {
+            return Ok(());
+        }
+        if let Err(e) = g.file.sync_data() {
+            g.failed = Some(e.to_string());
+            self.failed.store(true, Ordering::Relaxed);
+            return Err(e);
+        }
+        // Only after the log itself is on disk: the head must never be ahead of it.
         if let Some(head) = &self.opts.head {
             write_head(head, &self.keys.hmac, &g.chain).inspect_err(|e| {
                 g.failed = Some(format!(
@@ -433,15 +451,7 @@ impl AuditLog {
                 self.failed.store(true, Ordering::Relaxed);
             })?;
         }
-        if !sync {
-            return Ok(());
-        }
-        let r = g.file.sync_data();
-        if let Err(e) = &r {
-            g.failed = Some(e.to_string());
-            self.failed.store(true, Ordering::Relaxed);
-        }
-        r
+        Ok(())
     }
 
     /// Records one decision. A block is on disk (in the kernel's hands) when this returns,
@@ -697,15 +707,29 @@ fn decision_content(e: &Queued, seq: u64) -> String {
 }
 
 /// Where a log's head is kept: under the key directory, named by a digest of the log's
-/// absolute path.
+/// absolute path (its directory resolved, so `./a.jsonl`, `a.jsonl` and a path through a
+/// symlinked directory name one head, whether or not the file exists yet).
 pub fn head_path(key_dir: &Path, log: &Path) -> PathBuf {
-    let abs = std::fs::canonicalize(log)
-        .or_else(|_| std::env::current_dir().map(|d| d.join(log)))
-        .unwrap_or_else(|_| log.to_path_buf());
+    let dir = match log.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()),
+        None => std::env::current_dir()
+            .and_then(std::fs::canonicalize)
+            .unwrap_or_default(),
+    };
+    let abs = dir.join(log.file_name().unwrap_or(log.as_os_str()));
     let digest = Sha256::digest(abs.as_os_str().as_encoded_bytes());
     key_dir
         .join("heads")
         .join(format!("{}.json", hex(&digest[..12])))
+}
+
+/// A head file's text, `None` when there is none (read before the log it describes).
+pub fn read_head(path: &Path) -> Option<std::io::Result<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Some(Ok(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(Err(e)),
+    }
 }
 
 /// Writes the chain's head, MAC-protected, atomically.
@@ -738,44 +762,32 @@ fn write_head(path: &Path, hmac: &[u8; 32], chain: &Chain) -> std::io::Result<()
     std::fs::rename(&tmp, path)
 }
 
-/// Checks a log against its recorded head: the head must be intact, and the log must reach
-/// at least as far, through the same chain.
+/// Checks a log against its recorded head (`text`, read before the log): the head must be
+/// intact, the log must reach at least as far, and through the same chain.
 pub fn check_head(
     path: &Path,
+    text: std::io::Result<String>,
     keys: &AuditKeys,
     retired: &[AuditKeys],
     report: &verify::Report,
 ) -> Result<(), verify::Failure> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(verify::Failure {
-                line: 0,
-                why: format!("cannot read the chain head {}: {e}", path.display()),
-            });
-        }
-    };
     let bad = |why: String| verify::Failure {
         line: report.records,
-        why,
-    };
-    let mut m: Map<String, Value> = serde_json::from_str(&text).map_err(|e| {
-        bad(format!(
-            "the chain head {} is damaged ({e})",
+        why: format!(
+            "{why} (head {}; if the log was deliberately replaced, move that file aside too)",
             path.display()
-        ))
-    })?;
+        ),
+    };
+    let text = text.map_err(|e| bad(format!("cannot read the chain head: {e}")))?;
+    let mut m: Map<String, Value> =
+        serde_json::from_str(&text).map_err(|e| bad(format!("the chain head is damaged ({e})")))?;
     let mac = m.remove("mac").and_then(|v| v.as_str().map(str::to_string));
     let body = record::canonical(&m);
     let genuine = std::iter::once(keys).chain(retired).any(|k| {
         mac.as_deref() == Some(hex(&record::next_mac(&k.hmac, &[0; 32], body.as_bytes())).as_str())
     });
     if !genuine {
-        return Err(bad(format!(
-            "the chain head {} is not genuine",
-            path.display()
-        )));
+        return Err(bad("the chain head is not genuine".into()));
     }
     let seq = m.get("seq").and_then(Value::as_u64).unwrap_or(0);
     if report.chain.seq < seq {
@@ -784,37 +796,55 @@ pub fn check_head(
             report.chain.seq
         )));
     }
+    // The same chain, not just a long enough one: the head's values must be the log's at
+    // that record.
+    let at = report.checkpoints_at.iter().find(|(s, _, _)| *s == seq);
+    let matches = at.is_some_and(|(_, sha, tag)| {
+        m.get("sha").and_then(Value::as_str) == Some(hex(sha).as_str())
+            && m.get("tag").and_then(Value::as_str) == Some(hex(tag).as_str())
+    });
+    if seq > 0 && !matches {
+        return Err(bad(format!(
+            "record {seq} of the log is not the checkpoint the head recorded: this is another log, or it was rewritten"
+        )));
+    }
     Ok(())
 }
 
-/// URLs in a reason keep their scheme, host and path; user information, query and fragment
-/// (where tokens travel) become `…`.
+/// URLs in a reason keep their scheme, host and path; user information, and everything from
+/// the query or fragment on to the next whitespace (where tokens travel, quoted or not),
+/// become `…`.
 pub fn redact_urls(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {
         out.push_str(&rest[..at + 3]);
         let after = &rest[at + 3..];
-        let end = after
-            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '>' || c == ')')
-            .unwrap_or(after.len());
-        let url = &after[..end];
-        let url = match url.find('@') {
-            Some(i) if !url[..i].contains('/') => {
-                out.push_str("…@");
-                &url[i + 1..]
-            }
-            _ => url,
-        };
-        match url.find(['?', '#']) {
-            Some(i) => {
-                out.push_str(&url[..i]);
-                out.push_str(&url[i..i + 1]);
-                out.push('…');
-            }
-            None => out.push_str(url),
+        let word_end = after.find(char::is_whitespace).unwrap_or(after.len());
+        let word = &after[..word_end];
+        // Where the URL itself ends when only punctuation follows it.
+        let url_end = word.find(['"', '\'', '>', ')']).unwrap_or(word.len());
+        let mut start = 0;
+        if let Some(i) = word[..url_end]
+            .find('@')
+            .filter(|i| !word[..*i].contains('/'))
+        {
+            out.push_str("…@");
+            start = i + 1;
         }
-        rest = &after[end..];
+        match word[start..].find(['?', '#']).map(|q| q + start) {
+            // Past a `?` or `#`, nothing up to the next whitespace is kept: a quote or a
+            // parenthesis inside a query must not end the redaction early.
+            Some(q) => {
+                out.push_str(&word[start..=q]);
+                out.push('…');
+                rest = &after[word_end..];
+            }
+            None => {
+                out.push_str(&word[start..url_end.max(start)]);
+                rest = &after[url_end.max(start)..];
+            }
+        }
     }
     out.push_str(rest);
     out
@@ -828,12 +858,18 @@ mod tests {
     fn tokens_in_urls_are_redacted() {
         assert_eq!(
             redact_urls("Destination \"https://u:p@api.example.com/v1?key=SECRET#x\" is refused."),
-            "Destination \"https://…@api.example.com/v1?…\" is refused."
+            "Destination \"https://…@api.example.com/v1?… is refused."
         );
+        assert_eq!(
+            redact_urls("to https://h/p?a=x)&token=SECRET and on"),
+            "to https://h/p?… and on"
+        );
+        assert_eq!(redact_urls("https://?x"), "https://?…");
         assert_eq!(redact_urls("no url here"), "no url here");
         assert_eq!(
-            redact_urls("http://169.254.169.254/latest"),
-            "http://169.254.169.254/latest"
+            redact_urls("\"http://169.254.169.254/latest\" refused"),
+            "\"http://169.254.169.254/latest\" refused"
         );
+        assert_eq!(redact_urls("é://ü?ö"), "é://ü?…");
     }
 }

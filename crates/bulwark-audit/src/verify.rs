@@ -102,6 +102,9 @@ pub struct Report {
     pub last_final: bool,
     /// The id of the key in force at the end (after any rotation).
     pub key_id: Option<String>,
+    /// The chain after each checkpoint record: (seq, SHA chain, MAC), to compare with a
+    /// head recorded elsewhere.
+    pub checkpoints_at: Vec<(u64, [u8; 32], [u8; 32])>,
 }
 
 /// Where and why a log failed.
@@ -270,6 +273,9 @@ pub fn verify(reader: impl BufRead, key: &VerifyKey) -> Result<Report, Failure> 
                         .map_err(|why| fail(line_no, format!("checkpoint: {why}")))?;
                 }
                 report.checkpoints += 1;
+                report
+                    .checkpoints_at
+                    .push((seq, report.chain.sha, report.chain.mac));
                 last_checkpoint_line = line_no;
                 report.last_final = obj.get("final").and_then(Value::as_bool) == Some(true);
             }

@@ -328,6 +328,19 @@ fn records_cut_at_a_closing_checkpoint_are_noticed_through_the_head() {
         panic!("a shortened log was accepted")
     };
     assert!(e.to_string().contains("cut off the end"), "{e}");
+    // Another genuine log under the same keys, longer, put in its place: refused too.
+    let other = path.with_file_name("other.jsonl");
+    let o = AuditLog::open(&other, keys(), "check", Options::default()).unwrap();
+    for _ in 0..5 {
+        o.record(&entry).unwrap();
+    }
+    o.close().unwrap();
+    drop(o);
+    std::fs::copy(&other, &path).unwrap();
+    let Err(e) = AuditLog::open(&path, keys(), "daemon", opts()) else {
+        panic!("a substituted log was accepted")
+    };
+    assert!(e.to_string().contains("another log"), "{e}");
     // A forged head (without the key) is refused too.
     std::fs::write(&path, &text).unwrap();
     let h = std::fs::read_to_string(&head).unwrap();

@@ -381,6 +381,10 @@ impl Gateway {
                 d.safer_alternative =
                     Some("Ask the operator to review the tool (bulwark pins list).".into());
                 self.record(&mut d, &call);
+                if let Some(m) = &self.metrics {
+                    m.observe("mcp", &d);
+                }
+                (self.log)(&format!("block call {name}: {}", d.reason));
                 return vec![Out::Client(jsonrpc::error(
                     &id,
                     -32096,
@@ -628,12 +632,11 @@ impl Gateway {
             Some(other) => other.to_string(),
             None => String::new(),
         };
-        let mut call = self.call(&format!("{kind}:{id}"), Direction::Definition);
-        call.definition = Some(Definition {
-            description,
-            input_schema: Value::Null,
-            annotations: Value::Object(rest),
-        });
+        // Read as what the server says (a response), not pinned: resource lists can be long
+        // and their names are not unique, and pinning them would crowd out the tools.
+        rest.insert("description".into(), Value::String(description));
+        let mut call = self.call(&format!("{kind}:{id}"), Direction::Response);
+        call.result = Some(Value::Object(rest));
         self.decide(&call, now_ms).decision <= Verdict::Warn
     }
 

@@ -81,6 +81,10 @@ pub fn run(cmd: &AuditCommand) -> Result<ExitCode> {
                     VerifyKey::Hmac(ring)
                 }
             };
+            // The head is read before the log: a live writer can only make the log longer.
+            let key_dir = config::state_dir(common)?.join("audit");
+            let head = bulwark_audit::log::head_path(&key_dir, file);
+            let head_text = bulwark_audit::log::read_head(&head);
             let f = std::fs::File::open(file)
                 .with_context(|| format!("cannot open {}", file.display()))?;
             let report = match verify(BufReader::new(f), &key) {
@@ -110,17 +114,20 @@ pub fn run(cmd: &AuditCommand) -> Result<ExitCode> {
             if pubkey.is_none() {
                 // With the state directory: the log must reach its recorded head, and end on
                 // the current key (a log that ends on a retired one was continued by it).
-                let dir = config::state_dir(common)?.join("audit");
-                let head = bulwark_audit::log::head_path(&dir, file);
+                let dir = key_dir;
                 if let (Ok(hmac), Ok(public)) = (
                     read_secret(&dir.join("hmac.key")),
                     read_secret(&dir.join("signing.key")),
                 ) {
                     let keys = AuditKeys::from_bytes(hmac, public);
                     let retired = bulwark_audit::keys::load_retired(&dir)?;
-                    if let Err(failure) =
-                        bulwark_audit::log::check_head(&head, &keys, &retired, &report)
-                    {
+                    let checked = match head_text {
+                        Some(text) => {
+                            bulwark_audit::log::check_head(&head, text, &keys, &retired, &report)
+                        }
+                        None => Ok(()),
+                    };
+                    if let Err(failure) = checked {
                         println!("{}: FAILED: {}", file.display(), failure.why);
                         return Ok(ExitCode::from(1));
                     }
@@ -246,7 +253,10 @@ pub fn run(cmd: &AuditCommand) -> Result<ExitCode> {
                     new,
                     &retired,
                     "rotate-keys",
-                    bulwark_audit::Options::default(),
+                    bulwark_audit::Options {
+                        head: Some(bulwark_audit::log::head_path(&dir, path)),
+                        ..bulwark_audit::Options::default()
+                    },
                 )?;
                 log.close()?;
                 println!(
