@@ -448,6 +448,11 @@ impl Gateway {
             }
         };
         match kind {
+            Kind::Request { id, method }
+                if method == "sampling/createMessage" || method == "elicitation/create" =>
+            {
+                self.server_request(msg, id, &method, now_ms)
+            }
             Kind::Request { .. } | Kind::Notification { .. } => vec![Out::Client(msg)],
             Kind::Response { id } => {
                 let key = jsonrpc::id_key(&id);
@@ -466,6 +471,25 @@ impl Gateway {
                 vec![Out::Client(self.server_result(msg, &p, now_ms))]
             }
         }
+    }
+
+    /// A server asking the client's model for a completion (sampling) or the user for input
+    /// (elicitation) writes text the model or the user will act on: decided like a result
+    /// before it is passed on; refused, it is answered here and the client never sees it.
+    fn server_request(&self, msg: Value, id: Value, method: &str, now_ms: u64) -> Vec<Out> {
+        let mut call = self.call(method, Direction::Response);
+        call.result = msg.get("params").cloned().or(Some(Value::Null));
+        let d = self.decide(&call, now_ms);
+        if d.decision <= Verdict::Warn {
+            return vec![Out::Client(msg)];
+        }
+        let (code, message) = enforce::code_for(&d, Direction::Response);
+        vec![Out::Server(jsonrpc::error(
+            &id,
+            code,
+            message,
+            serde_json::to_value(&d).ok(),
+        ))]
     }
 
     /// An error answer to a decided method carries server text to the model as surely as a
