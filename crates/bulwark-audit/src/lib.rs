@@ -32,6 +32,7 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
+pub mod files;
 pub mod keys;
 pub mod log;
 pub mod metrics;

@@ -96,6 +96,21 @@ pub struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
+    /// An entry with no call behind it (input that was not a call at all).
+    pub fn bare(front: &'a str, session: &'a str, decision: &'a Decision) -> Entry<'a> {
+        Entry {
+            front,
+            session,
+            principal: None,
+            server: None,
+            direction: "request",
+            args: &Value::Null,
+            definition: None,
+            decision,
+            refused: refuses(decision),
+        }
+    }
+
     /// The entry for `call` decided as `decision` by `front`.
     pub fn for_call(
         front: &'a str,
@@ -111,10 +126,16 @@ impl<'a> Entry<'a> {
             args: call.payload(),
             definition: call.definition.as_ref(),
             decision,
-            refused: matches!(decision.decision, Verdict::Block | Verdict::Approve)
-                || (decision.decision == Verdict::Mask && decision.masked.is_none()),
+            refused: refuses(decision),
         }
     }
+}
+
+/// Whether a front refuses the call on `d`: a block, an approval nobody can give yet, or a
+/// mask with nothing to mask.
+fn refuses(d: &Decision) -> bool {
+    matches!(d.decision, Verdict::Block | Verdict::Approve)
+        || (d.decision == Verdict::Mask && d.masked.is_none())
 }
 
 struct Inner {
@@ -750,16 +771,7 @@ fn write_head(path: &Path, hmac: &[u8; 32], chain: &Chain) -> std::io::Result<()
         "mac".into(),
         json!(hex(&record::next_mac(hmac, &[0; 32], body.as_bytes()))),
     );
-    let tmp = path.with_extension("tmp");
-    let mut f = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(record::canonical(&m).as_bytes())?;
-    f.sync_data()?;
-    std::fs::rename(&tmp, path)
+    crate::files::write_private(path, record::canonical(&m).as_bytes())
 }
 
 /// Checks a log against its recorded head (`text`, read before the log): the head must be

@@ -33,18 +33,7 @@ fn sample(name: &str) -> (PathBuf, Vec<String>) {
         let cmd = if i % 3 == 0 { "rm -rf /" } else { "ls" };
         let call = Call::request("s1", "bash", serde_json::json!({"command": cmd}));
         let d = engine.evaluate(&call, &mut state, Now::at(i));
-        log.record(&Entry {
-            front: "check",
-            session: "s1",
-            principal: None,
-            server: None,
-            direction: "request",
-            args: &call.args,
-            definition: None,
-            decision: &d,
-            refused: false,
-        })
-        .unwrap();
+        log.record(&Entry::for_call("check", &call, &d)).unwrap();
     }
     log.close().unwrap();
     let lines = std::fs::read_to_string(&path)
@@ -179,17 +168,7 @@ fn a_crashed_writer_is_recovered_and_the_chain_goes_on() {
     let path = scratch("recover");
     let log = AuditLog::open(&path, keys(), "daemon", Options::default()).unwrap();
     let d = bulwark_engine::Decision::invalid_input("x", "v");
-    let e = Entry {
-        front: "daemon",
-        session: "s",
-        principal: None,
-        server: None,
-        direction: "request",
-        args: &serde_json::Value::Null,
-        definition: None,
-        decision: &d,
-        refused: false,
-    };
+    let e = Entry::bare("daemon", "s", &d);
     log.record(&e).unwrap();
     // The process dies: no closing checkpoint, and half a line at the end.
     drop(log);
@@ -230,18 +209,7 @@ fn a_rotation_hands_the_chain_to_the_new_key_and_cannot_be_forged() {
     )
     .unwrap();
     let d = bulwark_engine::Decision::invalid_input("x", "v");
-    log.record(&Entry {
-        front: "check",
-        session: "s2",
-        principal: None,
-        server: None,
-        direction: "request",
-        args: &serde_json::Value::Null,
-        definition: None,
-        decision: &d,
-        refused: false,
-    })
-    .unwrap();
+    log.record(&Entry::bare("check", "s2", &d)).unwrap();
     log.close().unwrap();
     let lines: Vec<String> = std::fs::read_to_string(&path)
         .unwrap()
@@ -299,17 +267,7 @@ fn records_cut_at_a_closing_checkpoint_are_noticed_through_the_head() {
         ..Options::default()
     };
     let d = bulwark_engine::Decision::invalid_input("x", "v");
-    let entry = Entry {
-        front: "daemon",
-        session: "s",
-        principal: None,
-        server: None,
-        direction: "request",
-        args: &serde_json::Value::Null,
-        definition: None,
-        decision: &d,
-        refused: true,
-    };
+    let entry = Entry::bare("daemon", "s", &d);
     // Two runs, each closed: the file ends at a final checkpoint twice.
     for _ in 0..2 {
         let log = AuditLog::open(&path, keys(), "daemon", opts()).unwrap();

@@ -463,10 +463,11 @@ impl SessionFiles {
         let mut removed = 0;
         for entry in entries.flatten().take(PRUNE_MAX_ENTRIES) {
             let path = entry.path();
-            let ours = matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("json" | "lock" | "tmp")
-            );
+            // `tmpPID`: a snapshot a crashed hook left half-written.
+            let ours = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| matches!(e, "json" | "lock") || e.starts_with("tmp"));
             let old = entry
                 .metadata()
                 .and_then(|m| m.modified())
@@ -504,18 +505,8 @@ fn read_snapshot(path: &Path) -> Result<Option<Session>, String> {
 }
 
 fn write_snapshot(path: &Path, s: &Session) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut f = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)?;
     let text = serde_json::to_string(s).map_err(std::io::Error::other)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    bulwark_audit::files::write_private(path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 //! the new ones, never half of each.
 
 use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -156,19 +155,7 @@ pub fn write_atomic(path: &Path, doc: &PinDoc) -> Result<(), PinError> {
     let io = |e| PinError::Io(path.to_path_buf(), e);
     let text = serde_json::to_string_pretty(doc)
         .map_err(|e| PinError::Corrupt(path.to_path_buf(), e.to_string()))?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(io)?;
-    f.write_all(text.as_bytes()).map_err(io)?;
-    f.write_all(b"\n").map_err(io)?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    bulwark_audit::files::write_private(path, format!("{text}\n").as_bytes()).map_err(io)
 }
 
 /// A pins file found on disk, read or not.

@@ -125,17 +125,7 @@ impl<W: Write> Runner<'_, W> {
                 // Recorded before it is shown: nothing is reported that the log lacks.
                 let entry = match &self.call {
                     Some(c) => bulwark_audit::Entry::for_call("check", c, &decision),
-                    None => bulwark_audit::Entry {
-                        front: "check",
-                        session: "",
-                        principal: None,
-                        server: None,
-                        direction: "request",
-                        args: &serde_json::Value::Null,
-                        definition: None,
-                        decision: &decision,
-                        refused: true,
-                    },
+                    None => bulwark_audit::Entry::bare("check", "", &decision),
                 };
                 a.record(&entry)?;
             }
