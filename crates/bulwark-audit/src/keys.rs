@@ -75,7 +75,8 @@ pub fn key_id(public: &VerifyingKey) -> String {
     hex(&Sha256::digest(public.to_bytes())[..8])
 }
 
-fn random32() -> Result<[u8; 32], KeyError> {
+/// 32 bytes from the kernel's random source (keys, and ids that must not be guessed).
+pub fn random32() -> Result<[u8; 32], KeyError> {
     let mut b = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut b))

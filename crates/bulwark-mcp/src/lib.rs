@@ -10,6 +10,7 @@
 pub mod enforce;
 pub mod frame;
 pub mod gateway;
+pub mod http;
 pub mod jsonrpc;
 pub mod pinfile;
 pub mod stdio;

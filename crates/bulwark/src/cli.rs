@@ -185,6 +185,22 @@ pub struct McpArgs {
     /// TERM, TMPDIR, TZ and the policy's `mcp.env`.
     #[arg(long = "env", value_name = "NAME[=VALUE]")]
     pub env: Vec<String>,
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp (and the 2024-11-05 /sse +
+    /// /message pair) instead of stdio; each client session gets its own server process.
+    /// Loopback by default; another address is served with a warning, and its Host and
+    /// Origin must then be listed with --allow-host / --allow-origin.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// With --listen: a Host name (without port) clients may use besides the loopback
+    /// names; repeatable.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "listen")]
+    pub allow_host: Vec<String>,
+    /// With --listen: an Origin (scheme://host[:port]) browsers may call from; repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
+    pub allow_origin: Vec<String>,
+    /// With --listen: sessions at once (each runs its own server process).
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "listen")]
+    pub max_sessions: usize,
     /// The server to run, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,

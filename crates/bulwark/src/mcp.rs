@@ -33,6 +33,9 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     engine.warm_up();
     let pins = PinFile::open(&pins_dir, &identity)?;
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "mcp")?;
+    if let Some(listen) = &args.listen {
+        return run_http(args, listen, engine, pins_dir, identity, env, audit);
+    }
     let closer = audit.clone();
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -294,4 +297,129 @@ pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `bulwark mcp --listen ADDR -- CMD`: the Streamable HTTP front, a server process per
+/// client session.
+fn run_http(
+    args: &McpArgs,
+    listen: &str,
+    engine: Arc<SharedEngine>,
+    pins_dir: std::path::PathBuf,
+    identity: String,
+    env: Vec<String>,
+    audit: Option<Arc<bulwark_audit::AuditLog>>,
+) -> Result<ExitCode> {
+    use bulwark_mcp::http::guard::{Guard, LOOPBACK_HOSTS};
+    use bulwark_mcp::http::{HttpConfig, HttpFront, StdioConnector};
+
+    let addr: std::net::SocketAddr = listen
+        .parse()
+        .with_context(|| format!("--listen {listen:?} is not an address like 127.0.0.1:8848"))?;
+    let mut guard = Guard {
+        hosts: args.allow_host.clone(),
+        origins: args.allow_origin.clone(),
+    };
+    if addr.ip().is_loopback() {
+        guard
+            .hosts
+            .extend(LOOPBACK_HOSTS.iter().map(|h| h.to_string()));
+    } else {
+        eprintln!(
+            "bulwark mcp [{identity}]: WARNING: serving on {addr}, which is not loopback; anyone who can reach it can use the server{}",
+            if guard.hosts.is_empty() {
+                " (and no --allow-host was given, so any Host header is accepted)"
+            } else {
+                ""
+            }
+        );
+    }
+    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
+    let command = ServerCommand {
+        argv: args.command.clone(),
+        env,
+    };
+    let make_gateway = {
+        let (engine, audit, metrics, identity) = (
+            Arc::clone(&engine),
+            audit.clone(),
+            Arc::clone(&metrics),
+            identity.clone(),
+        );
+        let with_metrics = args.admin.is_some();
+        move |session: &str| -> std::result::Result<Arc<Gateway>, String> {
+            let pins = PinFile::open(&pins_dir, &identity).map_err(|e| e.to_string())?;
+            let config = Config {
+                server: identity.clone(),
+                session: format!("mcp:http:{session}"),
+                principal: Principal {
+                    id: Some("mcp:http".into()),
+                    verified: false,
+                },
+                max_pending: MAX_PENDING,
+            };
+            let log_name = format!("{identity} {}", session.get(..8).unwrap_or(session));
+            let g = Gateway::new(
+                Arc::clone(&engine),
+                config,
+                Some(pins),
+                audit.clone(),
+                Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
+            )
+            .map_err(|e| format!("cannot load the pins: {e}"))?;
+            Ok(Arc::new(if with_metrics {
+                g.with_metrics(Arc::clone(&metrics))
+            } else {
+                g
+            }))
+        }
+    };
+    let log_name = identity.clone();
+    let front = HttpFront::new(
+        Box::new(StdioConnector {
+            command,
+            gateway: Box::new(make_gateway),
+        }),
+        HttpConfig {
+            guard,
+            max_sessions: args.max_sessions.max(1),
+            ..HttpConfig::default()
+        },
+        Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
+    )
+    .context("cannot draw session-id keys")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    let closer = audit.clone();
+    runtime.block_on(async move {
+        if let Some(a) = &args.admin {
+            let at = crate::admin::serve(a, "mcp", metrics, audit).await?;
+            eprintln!("bulwark mcp [{identity}]: metrics at http://{at}/metrics");
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let local = listener.local_addr()?;
+        // The line tests and scripts wait for: the address actually bound (port 0 works).
+        eprintln!("bulwark mcp [{identity}]: listening on http://{local}/mcp");
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        };
+        bulwark_mcp::http::serve(listener, front, shutdown).await?;
+        // Children get their SIGTERM grace before the process goes.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        if let Some(a) = closer
+            && let Err(e) = a.close()
+        {
+            eprintln!("bulwark mcp [{identity}]: {e}");
+        }
+        Ok(ExitCode::SUCCESS)
+    })
 }

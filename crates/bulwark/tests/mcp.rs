@@ -6,60 +6,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bulwark");
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn peers_dir() -> PathBuf {
-    root().join("crates/bulwark-mcp/tests/peers")
-}
-
-fn python() -> PathBuf {
-    let p = std::env::var_os("BULWARK_PEERS_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/peers/venv/bin/python"));
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/setup-peers (it installs the MCP Python SDK)",
-        p.display()
-    );
-    p
-}
-
-fn node_server(name: &str) -> PathBuf {
-    let modules = std::env::var_os("BULWARK_PEERS_NODE_MODULES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| peers_dir().join("node_modules"));
-    let p = modules.join(format!("@modelcontextprotocol/{name}/dist/index.js"));
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/setup-peers (it installs the MCP reference servers)",
-        p.display()
-    );
-    p
-}
-
-fn scratch() -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "bulwark-mcp-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::*;
 
 /// `bulwark mcp` around a server, driven line by line.
 struct Gateway {

@@ -3,6 +3,8 @@
 it saw as one JSON document, so a test can compare a direct run with one through Bulwark.
 
 usage: sdk_client.py SCENARIO COMMAND [ARGS...]
+       sdk_client.py SCENARIO http://HOST:PORT/mcp       (Streamable HTTP)
+       sdk_client.py SCENARIO sse+http://HOST:PORT/sse   (2024-11-05 HTTP+SSE)
   everything   @modelcontextprotocol/server-everything: tools, resources, prompts,
                progress, errors
   filesystem   @modelcontextprotocol/server-filesystem rooted at $FS_ROOT
@@ -13,7 +15,9 @@ import os
 import sys
 
 from mcp import ClientSession, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 
@@ -82,8 +86,14 @@ async def filesystem(s):
 async def main():
     scenario, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     env = {k: v for k, v in os.environ.items()}
-    params = StdioServerParameters(command=command, args=args, env=env)
-    async with stdio_client(params) as (read, write):
+    if command.startswith("http://"):
+        transport = streamable_http_client(command)
+    elif command.startswith("sse+"):
+        transport = sse_client(command[len("sse+"):])
+    else:
+        transport = stdio_client(StdioServerParameters(command=command, args=args, env=env))
+    async with transport as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write) as s:
             init = await s.initialize()
             result = {"server": init.server_info.name, "protocol": init.protocol_version}

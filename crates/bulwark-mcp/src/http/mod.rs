@@ -1,0 +1,867 @@
+//! The Streamable HTTP front: `bulwark mcp --listen ADDR` serves MCP at `/mcp` (and the
+//! 2024-11-05 `GET /sse` + `POST /message` pair) in front of the same gateway core the stdio
+//! wrapper uses.
+//!
+//! Each client session gets its own upstream session through a [`Connector`] (for a stdio
+//! server: its own child process), so taint, pins checks and request ids never mix between
+//! clients. The transport rules kept here:
+//!
+//! - `Host` and `Origin` are checked first (403), against loopback names when the listener
+//!   is on loopback;
+//! - `initialize` mints an `Mcp-Session-Id`; any other request needs a live one (400 without,
+//!   404 for an ended or unknown one); `DELETE` ends it;
+//! - a request is answered on its own SSE stream (or as JSON when the client accepts only
+//!   that), notifications and responses get 202, batches 400;
+//! - `GET /mcp` opens the session's standalone stream (one at a time, 409 for a second);
+//!   `Last-Event-ID` resumes exactly the stream it names;
+//! - every body, queue, stream and session count is bounded.
+
+pub mod guard;
+pub mod session;
+pub mod streams;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::gateway::Gateway;
+use crate::jsonrpc::{self, Kind};
+use crate::stdio::{self, MAX_FRAME, ServerCommand};
+use guard::Guard;
+pub use session::{Link, Session};
+use streams::{GET_STREAM, Mode, Poll, StreamError};
+
+/// The protocol versions served with sessions.
+pub const SESSION_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// Assumed when a client sends no `MCP-Protocol-Version` (the transport's first version).
+pub const DEFAULT_VERSION: &str = "2025-03-26";
+
+/// Opens upstream sessions.
+pub trait Connector: Send + Sync + 'static {
+    /// Opens the upstream for client session `session`.
+    fn open(&self, session: &str) -> Result<Link, String>;
+}
+
+/// Makes the gateway core for a session id.
+pub type MakeGateway = Box<dyn Fn(&str) -> Result<Arc<Gateway>, String> + Send + Sync>;
+
+/// A stdio server command per client session, each behind its own gateway core.
+pub struct StdioConnector {
+    /// The server to run.
+    pub command: ServerCommand,
+    /// Makes the gateway core for a session id.
+    pub gateway: MakeGateway,
+}
+
+impl Connector for StdioConnector {
+    fn open(&self, session: &str) -> Result<Link, String> {
+        let gateway = (self.gateway)(session)?;
+        let child = stdio::spawn(&self.command).map_err(|e| e.to_string())?;
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(theirs);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(stdio::relay(gateway, child, read, write, async move {
+            let _ = stopped.await;
+        }));
+        Ok(Link { io: ours, stop })
+    }
+}
+
+/// How the front behaves.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Who may connect.
+    pub guard: Guard,
+    /// Sessions at once (each may be a server process).
+    pub max_sessions: usize,
+    /// A session nobody used for this long, with nothing in progress, is ended.
+    pub idle_timeout: Duration,
+    /// How long a request may wait for room in its session's upstream queue.
+    pub send_wait: Duration,
+    /// How often an idle SSE stream gets a comment, so proxies keep it open.
+    pub keepalive: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> HttpConfig {
+        HttpConfig {
+            guard: Guard::loopback(),
+            max_sessions: 32,
+            idle_timeout: Duration::from_secs(30 * 60),
+            send_wait: Duration::from_secs(10),
+            keepalive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// The HTTP front's state.
+pub struct HttpFront {
+    connector: Box<dyn Connector>,
+    config: HttpConfig,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    id_key: [u8; 32],
+    counter: AtomicU64,
+    started: Instant,
+    log: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl HttpFront {
+    /// A front opening upstreams with `connector`. `log` gets one line per notable event.
+    pub fn new(
+        connector: Box<dyn Connector>,
+        config: HttpConfig,
+        log: Box<dyn Fn(&str) + Send + Sync>,
+    ) -> Result<Arc<HttpFront>, bulwark_audit::KeyError> {
+        Ok(Arc::new(HttpFront {
+            connector,
+            config,
+            sessions: Mutex::new(HashMap::new()),
+            id_key: bulwark_audit::keys::random32()?,
+            counter: AtomicU64::new(0),
+            started: Instant::now(),
+            log,
+        }))
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        match self.sessions.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Sessions open now.
+    pub fn session_count(&self) -> usize {
+        self.sessions().len()
+    }
+
+    /// An id nobody can guess from earlier ones: a keyed hash of a counter.
+    fn mint_id(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let mut h = Sha256::new();
+        h.update(self.id_key);
+        h.update(n.to_le_bytes());
+        h.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    fn open_session(
+        self: &Arc<Self>,
+        legacy_sse: bool,
+        version: &str,
+    ) -> Result<Arc<Session>, Reject> {
+        if self.session_count() >= self.config.max_sessions {
+            self.reap();
+            if self.session_count() >= self.config.max_sessions {
+                return Err(reject(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &Value::Null,
+                    jsonrpc::INTERNAL_ERROR,
+                    &format!(
+                        "this gateway serves at most {} sessions at once; end one (DELETE) or try later",
+                        self.config.max_sessions
+                    ),
+                ));
+            }
+        }
+        let id = self.mint_id();
+        let link = self.connector.open(&id).map_err(|e| {
+            (self.log)(&format!("cannot start the upstream for a new session: {e}"));
+            reject(
+                StatusCode::BAD_GATEWAY,
+                &Value::Null,
+                jsonrpc::INTERNAL_ERROR,
+                &format!("cannot start the upstream server: {e}"),
+            )
+        })?;
+        let weak = Arc::downgrade(self);
+        let session = Session::start(
+            id.clone(),
+            legacy_sse,
+            link,
+            version,
+            self.now_ms(),
+            move |id| {
+                if let Some(front) = weak.upgrade() {
+                    front.sessions().remove(id);
+                }
+            },
+        );
+        self.sessions().insert(id, Arc::clone(&session));
+        Ok(session)
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions().get(id).filter(|s| !s.ended()).cloned()
+    }
+
+    /// Ends sessions idle past the timeout with nothing in progress.
+    pub fn reap(&self) {
+        let now = self.now_ms();
+        let idle = self.config.idle_timeout.as_millis() as u64;
+        let gone: Vec<Arc<Session>> = self
+            .sessions()
+            .values()
+            .filter(|s| {
+                s.ended()
+                    || (!s.legacy_sse
+                        && now.saturating_sub(s.last_seen()) > idle
+                        && s.streams().in_progress() == 0)
+            })
+            .cloned()
+            .collect();
+        for s in gone {
+            (self.log)(&format!("session {} ended (idle)", short(&s.id)));
+            s.stop();
+            self.sessions().remove(&s.id);
+        }
+    }
+
+    /// Ends every session (shutdown).
+    pub fn stop_all(&self) {
+        let all: Vec<Arc<Session>> = self.sessions().drain().map(|(_, s)| s).collect();
+        for s in all {
+            s.stop();
+        }
+    }
+}
+
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// The routes, ready for `axum::serve`.
+pub fn router(front: Arc<HttpFront>) -> Router {
+    Router::new()
+        .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
+        .route("/sse", get(get_sse))
+        .route("/message", post(post_message))
+        .with_state(front)
+}
+
+/// Serves `front` on `listener` until `shutdown` completes; then every session is ended.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    front: Arc<HttpFront>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let reaper = {
+        let front = Arc::clone(&front);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(10));
+            loop {
+                tick.tick().await;
+                front.reap();
+            }
+        })
+    };
+    let stopper = Arc::clone(&front);
+    let result = axum::serve(listener, router(front))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            stopper.stop_all();
+        })
+        .await;
+    reaper.abort();
+    result
+}
+
+/// A request refused before it reached a session: the HTTP status and JSON-RPC error.
+struct Reject {
+    status: StatusCode,
+    id: Value,
+    code: i64,
+    message: String,
+}
+
+fn reject(status: StatusCode, id: &Value, code: i64, message: &str) -> Reject {
+    Reject {
+        status,
+        id: id.clone(),
+        code,
+        message: message.to_string(),
+    }
+}
+
+impl IntoResponse for Reject {
+    fn into_response(self) -> Response {
+        rpc_error(self.status, &self.id, self.code, &self.message)
+    }
+}
+
+fn rpc_error(status: StatusCode, id: &Value, code: i64, message: &str) -> Response {
+    json_response(status, &jsonrpc::error(id, code, message, None))
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn check_guard(front: &HttpFront, h: &HeaderMap) -> Result<(), Reject> {
+    front
+        .config
+        .guard
+        .check(header_str(h, "host"), header_str(h, "origin"))
+        .map_err(|e| {
+            (front.log)(&format!("refused: {e}"));
+            reject(
+                StatusCode::FORBIDDEN,
+                &Value::Null,
+                jsonrpc::INVALID_REQUEST,
+                &e.to_string(),
+            )
+        })
+}
+
+async fn read_body(req: Request) -> Result<Value, Reject> {
+    let bytes = axum::body::to_bytes(req.into_body(), MAX_FRAME)
+        .await
+        .map_err(|_| {
+            reject(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &Value::Null,
+                jsonrpc::INVALID_REQUEST,
+                &format!("message larger than {MAX_FRAME} bytes, or the body was cut off"),
+            )
+        })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        reject(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            jsonrpc::PARSE_ERROR,
+            &format!("parse error: {e}"),
+        )
+    })
+}
+
+/// What the client's `Accept` allows.
+fn accepts(h: &HeaderMap) -> (bool, bool) {
+    let a = header_str(h, "accept")
+        .unwrap_or("*/*")
+        .to_ascii_lowercase();
+    let any = a.contains("*/*");
+    (
+        any || a.contains("application/json"),
+        any || a.contains("text/event-stream"),
+    )
+}
+
+fn session_header(h: &HeaderMap) -> Option<&str> {
+    header_str(h, "mcp-session-id")
+}
+
+fn no_session(id: &Value) -> Response {
+    rpc_error(
+        StatusCode::NOT_FOUND,
+        id,
+        -32001,
+        "session not found: it ended or never existed; initialize a new one",
+    )
+}
+
+async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response {
+    let headers = req.headers().clone();
+    if let Err(r) = check_guard(&front, &headers) {
+        return r.into_response();
+    }
+    let ct = header_str(&headers, "content-type").unwrap_or("");
+    if !ct.to_ascii_lowercase().starts_with("application/json") {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &Value::Null,
+            jsonrpc::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    let (json_ok, sse_ok) = accepts(&headers);
+    if !json_ok && !sse_ok {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            &Value::Null,
+            jsonrpc::INVALID_REQUEST,
+            "Accept must allow application/json or text/event-stream",
+        );
+    }
+    let message = match read_body(req).await {
+        Ok(v) => v,
+        Err(r) => return r.into_response(),
+    };
+    let kind = match jsonrpc::classify(&message) {
+        Ok(k) => k,
+        Err(e) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                e.code(),
+                &e.to_string(),
+            );
+        }
+    };
+    let id = match &kind {
+        Kind::Request { id, .. } => id.clone(),
+        _ => Value::Null,
+    };
+    let initialize = matches!(&kind, Kind::Request { method, .. } if method == "initialize");
+    let (session, minted) = match session_header(&headers) {
+        Some(_) if initialize => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                &id,
+                jsonrpc::INVALID_REQUEST,
+                "initialize must not carry an Mcp-Session-Id: this session is already initialized",
+            );
+        }
+        Some(sid) => match front.session(sid) {
+            Some(s) if !s.legacy_sse => (s, false),
+            _ => return no_session(&id),
+        },
+        None if initialize => {
+            let asked = message
+                .pointer("/params/protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(DEFAULT_VERSION);
+            match front.open_session(false, asked) {
+                Ok(s) => (s, true),
+                Err(r) => return r.into_response(),
+            }
+        }
+        None => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                &id,
+                jsonrpc::INVALID_REQUEST,
+                "Mcp-Session-Id header is required (send initialize first)",
+            );
+        }
+    };
+    if !minted
+        && let Some(v) = header_str(&headers, "mcp-protocol-version")
+        && !SESSION_VERSIONS.contains(&v)
+    {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            &id,
+            jsonrpc::INVALID_REQUEST,
+            &format!(
+                "unsupported MCP-Protocol-Version {v:?}; this session speaks {}",
+                session.version()
+            ),
+        );
+    }
+    session.touch(front.now_ms());
+    let Kind::Request { .. } = kind else {
+        if !session.send(&message, front.config.send_wait).await {
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &Value::Null,
+                jsonrpc::INTERNAL_ERROR,
+                "the upstream is not taking messages",
+            );
+        }
+        return StatusCode::ACCEPTED.into_response();
+    };
+    if initialize {
+        session.initializing(&id);
+    }
+    let mode = if sse_ok { Mode::Events } else { Mode::Json };
+    let opened = session.streams().open(&id, &message, mode);
+    let (stream, reader) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            let status = match e {
+                StreamError::TooMany => StatusCode::TOO_MANY_REQUESTS,
+                _ => StatusCode::CONFLICT,
+            };
+            return rpc_error(status, &id, jsonrpc::INVALID_REQUEST, &e.to_string());
+        }
+    };
+    if !session.send(&message, front.config.send_wait).await {
+        session.streams().abandon(stream);
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &id,
+            jsonrpc::INTERNAL_ERROR,
+            "the upstream is not taking messages",
+        );
+    }
+    let mut response = match mode {
+        Mode::Events => {
+            let prime = session.version().as_str() >= "2025-11-25";
+            sse_response(sse_body(
+                Arc::clone(&session),
+                stream,
+                reader,
+                0,
+                prime,
+                front.config.keepalive,
+                None,
+            ))
+        }
+        Mode::Json => json_answer(&session, stream, reader).await,
+    };
+    if minted && let Ok(v) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert("mcp-session-id", v);
+    }
+    response
+}
+
+async fn json_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Response {
+    loop {
+        let notified = session.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let polled = session.streams().poll(stream, reader, 0);
+        match polled {
+            Poll::Events(e) => {
+                if let Some((_, text)) = e.into_iter().last() {
+                    return (
+                        StatusCode::OK,
+                        [(
+                            header::CONTENT_TYPE,
+                            HeaderValue::from_static("application/json"),
+                        )],
+                        text.to_string(),
+                    )
+                        .into_response();
+                }
+            }
+            Poll::End => {
+                return rpc_error(
+                    StatusCode::BAD_GATEWAY,
+                    &Value::Null,
+                    jsonrpc::INTERNAL_ERROR,
+                    "the upstream ended before answering",
+                );
+            }
+            Poll::Wait => notified.await,
+        }
+    }
+}
+
+fn sse_response(body: Body) -> Response {
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (
+                header::HeaderName::from_static("x-accel-buffering"),
+                HeaderValue::from_static("no"),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// Ends the standalone stream's turn (or a legacy session) when its reader goes away.
+struct ReaderGuard {
+    session: Arc<Session>,
+    stream: u64,
+    reader: u64,
+}
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        if self.stream == GET_STREAM {
+            self.session.streams().close_get(self.reader);
+            if self.session.legacy_sse {
+                self.session.stop();
+            }
+        }
+    }
+}
+
+struct SseState {
+    guard: ReaderGuard,
+    cursor: u64,
+    first: Option<String>,
+    keepalive: Duration,
+    done: bool,
+}
+
+/// An SSE body reading stream `stream` of `session` from after `cursor`. `first` is sent
+/// before anything else (the legacy endpoint event); `prime` sends an empty event carrying
+/// the first id, so even a client cut off before any message can resume.
+fn sse_body(
+    session: Arc<Session>,
+    stream: u64,
+    reader: u64,
+    cursor: u64,
+    prime: bool,
+    keepalive: Duration,
+    first: Option<String>,
+) -> Body {
+    let first = match (first, prime) {
+        (Some(f), _) => Some(f),
+        (None, true) => Some(format!("id: {stream}-{cursor}\ndata: \n\n")),
+        (None, false) => None,
+    };
+    let state = SseState {
+        guard: ReaderGuard {
+            session,
+            stream,
+            reader,
+        },
+        cursor,
+        first,
+        keepalive,
+        done: false,
+    };
+    let events = futures_util::stream::unfold(state, |mut st| async move {
+        if let Some(f) = st.first.take() {
+            return Some((Ok::<_, Infallible>(Bytes::from(f)), st));
+        }
+        if st.done {
+            return None;
+        }
+        loop {
+            let session = Arc::clone(&st.guard.session);
+            let notified = session.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let polled = session
+                .streams()
+                .poll(st.guard.stream, st.guard.reader, st.cursor);
+            match polled {
+                Poll::Events(list) => {
+                    let mut chunk = String::new();
+                    for (seq, text) in list {
+                        chunk.push_str(&format!(
+                            "id: {}-{seq}\nevent: message\ndata: {text}\n\n",
+                            st.guard.stream
+                        ));
+                        st.cursor = seq;
+                    }
+                    return Some((Ok(Bytes::from(chunk)), st));
+                }
+                Poll::End => return None,
+                Poll::Wait => {
+                    if tokio::time::timeout(st.keepalive, notified).await.is_err() {
+                        return Some((Ok(Bytes::from_static(b": keepalive\n\n")), st));
+                    }
+                }
+            }
+        }
+    });
+    Body::from_stream(events)
+}
+
+async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Response {
+    if let Err(r) = check_guard(&front, &headers) {
+        return r.into_response();
+    }
+    let (_, sse_ok) = accepts(&headers);
+    if !sse_ok {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            &Value::Null,
+            jsonrpc::INVALID_REQUEST,
+            "Accept must allow text/event-stream",
+        );
+    }
+    let Some(sid) = session_header(&headers) else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            jsonrpc::INVALID_REQUEST,
+            "Mcp-Session-Id header is required",
+        );
+    };
+    let Some(session) = front.session(sid).filter(|s| !s.legacy_sse) else {
+        return no_session(&Value::Null);
+    };
+    session.touch(front.now_ms());
+    let opened = match header_str(&headers, "last-event-id") {
+        Some(last) => session.streams().resume(last),
+        None => session.streams().open_get().map(|r| (GET_STREAM, r, 0)),
+    };
+    match opened {
+        Ok((stream, reader, cursor)) => sse_response(sse_body(
+            Arc::clone(&session),
+            stream,
+            reader,
+            cursor,
+            false,
+            front.config.keepalive,
+            None,
+        )),
+        Err(e @ StreamError::GetOpen) => rpc_error(
+            StatusCode::CONFLICT,
+            &Value::Null,
+            jsonrpc::INVALID_REQUEST,
+            &e.to_string(),
+        ),
+        Err(e) => rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            jsonrpc::INVALID_REQUEST,
+            &e.to_string(),
+        ),
+    }
+}
+
+async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Response {
+    if let Err(r) = check_guard(&front, &headers) {
+        return r.into_response();
+    }
+    let Some(sid) = session_header(&headers) else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            jsonrpc::INVALID_REQUEST,
+            "Mcp-Session-Id header is required",
+        );
+    };
+    let Some(session) = front.sessions().remove(sid) else {
+        return no_session(&Value::Null);
+    };
+    session.stop();
+    (front.log)(&format!(
+        "session {} ended by the client",
+        short(&session.id)
+    ));
+    StatusCode::OK.into_response()
+}
+
+/// `GET /sse` (2024-11-05): a session whose every message goes out on this one stream,
+/// after an `endpoint` event naming where to POST.
+async fn get_sse(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Response {
+    if let Err(r) = check_guard(&front, &headers) {
+        return r.into_response();
+    }
+    let session = match front.open_session(true, "2024-11-05") {
+        Ok(s) => s,
+        Err(r) => return r.into_response(),
+    };
+    let reader = match session.streams().open_get() {
+        Ok(r) => r,
+        Err(e) => {
+            return rpc_error(
+                StatusCode::CONFLICT,
+                &Value::Null,
+                jsonrpc::INVALID_REQUEST,
+                &e.to_string(),
+            );
+        }
+    };
+    let endpoint = format!(
+        "event: endpoint\ndata: /message?sessionId={}\n\n",
+        session.id
+    );
+    sse_response(sse_body(
+        session,
+        GET_STREAM,
+        reader,
+        0,
+        false,
+        front.config.keepalive,
+        Some(endpoint),
+    ))
+}
+
+/// `POST /message?sessionId=…` (2024-11-05): 202, the answer comes on the session's stream.
+async fn post_message(State(front): State<Arc<HttpFront>>, req: Request) -> Response {
+    if let Err(r) = check_guard(&front, req.headers()) {
+        return r.into_response();
+    }
+    // Minted ids are hex: no percent-decoding needed, and anything else matches no session.
+    let sid = req
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("sessionId="))
+        .map(str::to_string);
+    let Some(session) = sid
+        .and_then(|sid| front.session(&sid))
+        .filter(|s| s.legacy_sse)
+    else {
+        return no_session(&Value::Null);
+    };
+    let message = match read_body(req).await {
+        Ok(v) => v,
+        Err(r) => return r.into_response(),
+    };
+    if let Err(e) = jsonrpc::classify(&message) {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            e.code(),
+            &e.to_string(),
+        );
+    }
+    if let Some(id) = message.get("id")
+        && message.get("method").and_then(Value::as_str) == Some("initialize")
+    {
+        session.initializing(id);
+    }
+    session.touch(front.now_ms());
+    if !session.send(&message, front.config.send_wait).await {
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &Value::Null,
+            jsonrpc::INTERNAL_ERROR,
+            "the upstream is not taking messages",
+        );
+    }
+    (StatusCode::ACCEPTED, "Accepted").into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_differ_and_do_not_count_up() {
+        let front = HttpFront::new(
+            Box::new(StdioConnector {
+                command: ServerCommand {
+                    argv: vec!["true".into()],
+                    env: vec![],
+                },
+                gateway: Box::new(|_| Err("unused".into())),
+            }),
+            HttpConfig::default(),
+            Box::new(|_| {}),
+        )
+        .unwrap();
+        let a = front.mint_id();
+        let b = front.mint_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+    }
+}

