@@ -38,11 +38,14 @@ pub struct PinDoc {
 
 /// The pins file of one server.
 #[derive(Debug)]
+/// Clones share the stamp of what was last seen on disk: one gateway's own save is not
+/// taken by another (an HTTP front's sessions) for an operator's change.
+#[derive(Clone)]
 pub struct PinFile {
     path: PathBuf,
     lock: PathBuf,
     server: String,
-    seen: Mutex<Option<(SystemTime, u64)>>,
+    seen: std::sync::Arc<Mutex<Option<(SystemTime, u64)>>>,
 }
 
 /// The file name for a server identity: a digest, since identities are command lines.
@@ -66,7 +69,7 @@ impl PinFile {
             lock: path.with_extension("lock"),
             path,
             server: server.to_string(),
-            seen: Mutex::new(None),
+            seen: std::sync::Arc::new(Mutex::new(None)),
         })
     }
 

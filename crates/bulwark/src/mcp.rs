@@ -324,14 +324,14 @@ fn run_http(
         guard
             .hosts
             .extend(LOOPBACK_HOSTS.iter().map(|h| h.to_string()));
+    } else if guard.hosts.is_empty() {
+        bail!(
+            "--listen {addr} is not loopback: name the Host clients will use with --allow-host (any Host \
+             would otherwise be accepted, which leaves browsers open to DNS rebinding)"
+        );
     } else {
         eprintln!(
-            "bulwark mcp [{identity}]: WARNING: serving on {addr}, which is not loopback; anyone who can reach it can use the server{}",
-            if guard.hosts.is_empty() {
-                " (and no --allow-host was given, so any Host header is accepted)"
-            } else {
-                ""
-            }
+            "bulwark mcp [{identity}]: WARNING: serving on {addr}, which is not loopback; anyone who can reach it can use the server"
         );
     }
     let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
@@ -347,18 +347,23 @@ fn run_http(
             identity.clone(),
         );
         let with_metrics = args.admin.is_some();
+        // One pin file for every session: a listing saved by one is not taken by the others
+        // for an operator's change (which would clear their withheld tools).
+        let pins = PinFile::open(&pins_dir, &identity)?;
         move |session: &str| -> std::result::Result<Arc<Gateway>, String> {
-            let pins = PinFile::open(&pins_dir, &identity).map_err(|e| e.to_string())?;
+            let pins = pins.clone();
             let config = Config {
                 server: identity.clone(),
-                session: format!("mcp:http:{session}"),
+                // Not the session id itself: that is a credential, and audit records are read
+                // by more people than hold it.
+                session: format!("mcp:http:{}", bulwark_mcp::http::id_digest(session)),
                 principal: Principal {
                     id: Some("mcp:http".into()),
                     verified: false,
                 },
                 max_pending: MAX_PENDING,
             };
-            let log_name = format!("{identity} {}", session.get(..8).unwrap_or(session));
+            let log_name = format!("{identity} {}", bulwark_mcp::http::id_digest(session));
             let g = Gateway::new(
                 Arc::clone(&engine),
                 config,
@@ -412,9 +417,11 @@ fn run_http(
                 _ = int.recv() => {}
             }
         };
-        bulwark_mcp::http::serve(listener, front, shutdown).await?;
-        // Children get their SIGTERM grace before the process goes.
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let had = bulwark_mcp::http::serve(listener, Arc::clone(&front), shutdown).await?;
+        // The servers' process groups get their SIGTERM grace (2 s) before the process goes.
+        if had > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        }
         if let Some(a) = closer
             && let Err(e) = a.close()
         {

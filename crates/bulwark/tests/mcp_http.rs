@@ -65,6 +65,9 @@ impl HttpGateway {
 
 impl Drop for HttpGateway {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("gateway log:\n{}", self.log.lock().unwrap());
+        }
         // SIGTERM, so the gateway ends its servers' process groups.
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
@@ -398,6 +401,26 @@ fn transport_rules_are_kept() {
     );
     assert_eq!(r.status, 409, "{r:?}");
     drop(get);
+    // Once the first reader is gone, a new one may open it.
+    let started = Instant::now();
+    loop {
+        let mut again = send(
+            a,
+            "GET",
+            "/mcp",
+            &[("Accept", "text/event-stream"), s, v],
+            "",
+        );
+        let head = read_until(&mut again, "\r\n\r\n");
+        if head.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{head}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The 2024-11-05 stream starts a server: only for a client that asks for events.
+    let r = http(a, "GET", "/sse", &[], "");
+    assert_eq!(r.status, 406, "{r:?}");
 
     // DELETE ends the session; afterwards it is unknown.
     let r = http(a, "DELETE", "/mcp", &[s, v], "");
@@ -515,20 +538,31 @@ fn sessions_are_bounded_and_each_has_its_own_server() {
         ],
         &call.to_string(),
     );
+    assert_eq!(r.status, 200, "{r:?}");
     let answer = r.messages().into_iter().last().unwrap();
+    assert_eq!(answer["id"], 9, "{answer}");
     assert!(
         !answer.to_string().contains("AKIAZ7KDPQXL4MWN3BVC"),
         "a secret in the arguments never comes back in the clear: {answer}"
     );
-    let _ = gw.log.lock().unwrap().len();
+    assert!(
+        answer.to_string().contains("REDACTED") || answer.get("error").is_some(),
+        "{answer}"
+    );
 }
 
 /// Runs the conformance suite's server scenarios against `url`; check → status.
 fn conformance_run(url: &str) -> BTreeMap<String, String> {
+    conformance_with(&conformance(), url, &[])
+}
+
+fn conformance_with(suite: &Path, url: &str, extra: &[&str]) -> BTreeMap<String, String> {
     let out = scratch();
     let o = Command::new(node22())
-        .arg(conformance())
-        .args(["server", "--url", url, "-o"])
+        .arg(suite)
+        .args(["server", "--url", url])
+        .args(extra)
+        .arg("-o")
         .arg(&out)
         .output()
         .unwrap();
@@ -548,10 +582,13 @@ fn conformance_run(url: &str) -> BTreeMap<String, String> {
             .to_string();
         let list: Vec<Value> = serde_json::from_str(&text).unwrap();
         for c in list {
-            checks.insert(
-                format!("{name}/{}", c["id"].as_str().unwrap()),
-                c["status"].as_str().unwrap().to_string(),
-            );
+            let key = format!("{name}/{}", c["id"].as_str().unwrap());
+            let status = c["status"].as_str().unwrap().to_string();
+            // A check id may repeat within a scenario: the worst status stands.
+            let worse = checks.get(&key).is_some_and(|s: &String| s == "FAILURE");
+            if !worse {
+                checks.insert(key, status);
+            }
         }
     }
     assert!(
@@ -623,5 +660,334 @@ fn the_conformance_suite_scores_no_lower_through_the_gateway() {
             .get("dns-rebinding-protection/localhost-host-rebinding-rejected")
             .map(String::as_str),
         Some("SUCCESS")
+    );
+}
+
+fn stateless_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut h = vec![
+        CT,
+        JSON_SSE,
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ];
+    if let Some(n) = name {
+        h.push(("Mcp-Name", n));
+    }
+    h
+}
+
+fn stateless(id: Value, method: &str, params: Value) -> String {
+    let mut p = params;
+    p["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    json!({"jsonrpc":"2.0","id":id,"method":method,"params":p}).to_string()
+}
+
+#[test]
+fn a_2026_client_is_served_in_front_of_a_legacy_only_server() {
+    let server = node_server("server-everything");
+    let direct = sdk("everything", &["node", server.to_str().unwrap(), "stdio"]);
+    let state = scratch();
+    let gw = everything(&state, &[]);
+    // The SDK's Client in its default mode discovers 2026-07-28 at the gateway and uses it;
+    // the reference server behind speaks only the session era.
+    let modern = sdk("everything", &[&format!("auto+{}", gw.url())]);
+    assert_eq!(modern["protocol"], "2026-07-28", "{modern}");
+    assert_eq!(direct["protocol"], "2025-11-25");
+    let strip = |mut v: Value| {
+        for k in ["bad_args", "ping", "protocol"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    assert_eq!(strip(direct), strip(modern));
+}
+
+#[test]
+fn stateless_requests_are_checked_against_their_headers() {
+    let state = scratch();
+    let gw = everything(&state, &[]);
+    let a = gw.addr.as_str();
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &stateless_headers("server/discover", None),
+        &stateless(json!(1), "server/discover", json!({})),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let d = &r.messages()[0]["result"];
+    assert_eq!(d["supportedVersions"][0], "2026-07-28", "{d}");
+    assert!(
+        d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string(),
+        "{d}"
+    );
+    assert_eq!(d["resultType"], "complete");
+    assert!(d["capabilities"]["tools"].is_object());
+    assert!(
+        d["capabilities"]["tools"].get("listChanged").is_none(),
+        "no change notifications are offered: {d}"
+    );
+    // A tool call: the client's own id comes back, with resultType.
+    let call = stateless(
+        json!("c1"),
+        "tools/call",
+        json!({"name":"echo","arguments":{"message":"hi"}}),
+    );
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &stateless_headers("tools/call", Some("echo")),
+        &call,
+    );
+    let m = r.messages();
+    let answer = m.last().unwrap();
+    assert_eq!(answer["id"], "c1", "{}", r.body);
+    assert_eq!(answer["result"]["resultType"], "complete");
+    assert!(
+        !r.body.contains("id: "),
+        "no event ids on stateless streams: {}",
+        r.body
+    );
+    // The checks, in order.
+    let no_meta = json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}).to_string();
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &stateless_headers("tools/list", None),
+        &no_meta,
+    );
+    assert_eq!(
+        (r.status, r.messages()[0]["error"]["code"].clone()),
+        (400, json!(-32602)),
+        "{r:?}"
+    );
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &stateless_headers("prompts/list", None),
+        &stateless(json!(3), "tools/list", json!({})),
+    );
+    assert_eq!(
+        (r.status, r.messages()[0]["error"]["code"].clone()),
+        (400, json!(-32020)),
+        "{r:?}"
+    );
+    assert_eq!(r.messages()[0]["id"], 3);
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &stateless_headers("tools/call", Some("other")),
+        &call,
+    );
+    assert_eq!(r.messages()[0]["error"]["code"], -32020, "{r:?}");
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &stateless_headers("tools/call", None),
+        &call,
+    );
+    assert_eq!(
+        r.messages()[0]["error"]["code"],
+        -32020,
+        "Mcp-Name is required: {r:?}"
+    );
+    let v999 = stateless(json!(4), "tools/list", json!({})).replace("2026-07-28", "v999.0.0");
+    let mut h = stateless_headers("tools/list", None);
+    h[2] = ("MCP-Protocol-Version", "v999.0.0");
+    let r = http(a, "POST", "/mcp", &h, &v999);
+    let e = &r.messages()[0]["error"];
+    assert_eq!((r.status, e["code"].clone()), (400, json!(-32022)), "{r:?}");
+    assert_eq!(e["data"]["requested"], "v999.0.0");
+    assert!(
+        e["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28"))
+    );
+    // Removed and unknown methods: 404 and -32601, with the request's id.
+    for m in ["ping", "initialize", "logging/setLevel", "unknown/method"] {
+        let r = http(
+            a,
+            "POST",
+            "/mcp",
+            &stateless_headers(m, None),
+            &stateless(json!(9), m, json!({})),
+        );
+        assert_eq!(r.status, 404, "{m}: {r:?}");
+        assert_eq!(r.messages()[0]["error"]["code"], -32601, "{m}");
+        assert_eq!(r.messages()[0]["id"], 9, "{m}");
+    }
+    // No sessions, so no GET stream or DELETE.
+    let r = http(
+        a,
+        "GET",
+        "/mcp",
+        &[
+            ("Accept", "text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+        ],
+        "",
+    );
+    assert_eq!(r.status, 405);
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &stateless_headers("notifications/x", None),
+        r#"{"jsonrpc":"2.0","method":"notifications/x"}"#,
+    );
+    assert_eq!(r.status, 202);
+    // A blocked call is refused with the decision, in the 2026 shape too (the schema is
+    // learned from the listing, as in every session).
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &stateless_headers("tools/list", None),
+        &stateless(json!(6), "tools/list", json!({})),
+    );
+    let listed = r.messages().into_iter().last().unwrap();
+    assert_eq!(listed["result"]["ttlMs"], 0, "{listed}");
+    assert_eq!(listed["result"]["cacheScope"], "private");
+    let bad = stateless(
+        json!(5),
+        "tools/call",
+        json!({"name":"get-sum","arguments":{"a":"two"}}),
+    );
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &stateless_headers("tools/call", Some("get-sum")),
+        &bad,
+    );
+    let answer = r.messages().into_iter().last().unwrap();
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["reason_code"], "SCHEMA_INVALID",
+        "{answer}"
+    );
+}
+
+#[test]
+fn the_2026_conformance_scenarios_pass_through_the_gateway() {
+    let state = scratch();
+    let gw = everything(&state, &[]);
+    let gated = conformance_with(
+        &conformance_2026(),
+        &gw.url(),
+        &["--spec-version", "2026-07-28"],
+    );
+    let stateless = conformance_with(
+        &conformance_2026(),
+        &gw.url(),
+        &["--scenario", "server-stateless"],
+    );
+    let passed = |m: &BTreeMap<String, String>| m.values().filter(|s| *s == "SUCCESS").count();
+    eprintln!(
+        "conformance 2026-07-28 through the gateway: {}/{} checks; server-stateless {}/{}",
+        passed(&gated),
+        gated.len(),
+        passed(&stateless),
+        stateless.len()
+    );
+    // Every message the gateway sends is valid against the 2026 schema.
+    let invalid: Vec<_> = gated
+        .iter()
+        .filter(|(k, s)| k.ends_with("/wire-schema-valid") && *s != "SUCCESS")
+        .collect();
+    assert!(invalid.is_empty(), "{invalid:?}");
+    assert!(
+        gated
+            .keys()
+            .filter(|k| k.ends_with("/wire-schema-valid"))
+            .count()
+            >= 15
+    );
+    // The transport's own checks all pass; what fails needs fixture tools the reference
+    // server does not have (test_missing_capability) or change subscriptions, which the
+    // gateway does not offer for a wrapped legacy server.
+    let fixture = [
+        "undeclared-capability",
+        "missing-capability",
+        "subscription",
+    ];
+    let failed: Vec<_> = stateless
+        .iter()
+        .filter(|(k, s)| *s == "FAILURE" && !fixture.iter().any(|f| k.contains(f)))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert!(passed(&stateless) >= 20, "{stateless:?}");
+}
+
+#[test]
+fn shutdown_ends_every_server_and_does_not_wait_for_open_streams() {
+    let server = node_server("server-everything");
+    let marker = format!("bulwark-shutdown-marker-{}", std::process::id());
+    let script = format!("node \"$1\" stdio; : {marker}");
+    let state = scratch();
+    let gw = HttpGateway::start(
+        &state,
+        &[],
+        &["sh", "-c", &script, "sh", server.to_str().unwrap()],
+    );
+    let a = gw.addr.clone();
+    let sid = initialize(&a);
+    let running = || {
+        !Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap()
+            .stdout
+            .is_empty()
+    };
+    assert!(running(), "the session's server runs");
+    let mut get = send(
+        &a,
+        "GET",
+        "/mcp",
+        &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)],
+        "",
+    );
+    assert!(read_until(&mut get, "\r\n\r\n").starts_with("HTTP/1.1 200"));
+    let started = Instant::now();
+    drop(gw);
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        !running(),
+        "the server's process group is gone with the gateway"
+    );
+    drop(get);
+}
+
+#[test]
+fn a_non_loopback_listener_needs_its_host_named() {
+    let state = scratch();
+    let o = Command::new(BIN)
+        .args([
+            "mcp",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--listen",
+            "0.0.0.0:0",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--allow-host"),
+        "{o:?}"
     );
 }

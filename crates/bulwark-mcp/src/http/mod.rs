@@ -18,6 +18,7 @@
 
 pub mod guard;
 pub mod session;
+pub mod stateless;
 pub mod streams;
 
 use std::collections::HashMap;
@@ -39,7 +40,7 @@ use crate::gateway::Gateway;
 use crate::jsonrpc::{self, Kind};
 use crate::stdio::{self, MAX_FRAME, ServerCommand};
 use guard::Guard;
-pub use session::{Link, Session};
+pub use session::{Link, Session, Wire};
 use streams::{GET_STREAM, Mode, Poll, StreamError};
 
 /// The protocol versions served with sessions.
@@ -115,6 +116,19 @@ pub struct HttpFront {
     counter: AtomicU64,
     started: Instant,
     log: Box<dyn Fn(&str) + Send + Sync>,
+    /// The upstream session stateless (2026-07-28) requests are wrapped in.
+    stateless: tokio::sync::Mutex<Option<(Arc<Session>, Value)>>,
+    upstream_ids: AtomicU64,
+    /// Shutting down: no new sessions.
+    closing: std::sync::atomic::AtomicBool,
+}
+
+/// How a stateless request's messages are turned back into what its client expects.
+pub(crate) struct Rewrite {
+    client_id: Value,
+    token: Option<Value>,
+    method: String,
+    upstream_id: Value,
 }
 
 impl HttpFront {
@@ -132,6 +146,9 @@ impl HttpFront {
             counter: AtomicU64::new(0),
             started: Instant::now(),
             log,
+            stateless: tokio::sync::Mutex::new(None),
+            upstream_ids: AtomicU64::new(0),
+            closing: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -163,11 +180,15 @@ impl HttpFront {
             .collect()
     }
 
-    fn open_session(
-        self: &Arc<Self>,
-        legacy_sse: bool,
-        version: &str,
-    ) -> Result<Arc<Session>, Reject> {
+    fn open_session(self: &Arc<Self>, wire: Wire, version: &str) -> Result<Arc<Session>, Reject> {
+        if self.closing.load(Ordering::Relaxed) {
+            return Err(reject(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &Value::Null,
+                jsonrpc::INTERNAL_ERROR,
+                "the gateway is shutting down",
+            ));
+        }
         if self.session_count() >= self.config.max_sessions {
             self.reap();
             if self.session_count() >= self.config.max_sessions {
@@ -193,18 +214,11 @@ impl HttpFront {
             )
         })?;
         let weak = Arc::downgrade(self);
-        let session = Session::start(
-            id.clone(),
-            legacy_sse,
-            link,
-            version,
-            self.now_ms(),
-            move |id| {
-                if let Some(front) = weak.upgrade() {
-                    front.sessions().remove(id);
-                }
-            },
-        );
+        let session = Session::start(id.clone(), wire, link, version, self.now_ms(), move |id| {
+            if let Some(front) = weak.upgrade() {
+                front.sessions().remove(id);
+            }
+        });
         self.sessions().insert(id, Arc::clone(&session));
         Ok(session)
     }
@@ -222,30 +236,38 @@ impl HttpFront {
             .values()
             .filter(|s| {
                 s.ended()
-                    || (!s.legacy_sse
+                    || (s.wire != Wire::LegacySse
                         && now.saturating_sub(s.last_seen()) > idle
-                        && s.streams().in_progress() == 0)
+                        && s.streams().in_progress() == 0
+                        && !s.streams().listening())
             })
             .cloned()
             .collect();
         for s in gone {
-            (self.log)(&format!("session {} ended (idle)", short(&s.id)));
+            (self.log)(&format!("session {} ended (idle)", id_digest(&s.id)));
             s.stop();
             self.sessions().remove(&s.id);
         }
     }
 
-    /// Ends every session (shutdown).
-    pub fn stop_all(&self) {
+    /// Ends every session and opens no more (shutdown). Returns how many there were.
+    pub fn stop_all(&self) -> usize {
+        self.closing.store(true, Ordering::Relaxed);
         let all: Vec<Arc<Session>> = self.sessions().drain().map(|(_, s)| s).collect();
+        let n = all.len();
         for s in all {
             s.stop();
         }
+        n
     }
 }
 
-fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
+/// A digest of a session id for logs and audit records: the id itself is a credential.
+pub fn id_digest(id: &str) -> String {
+    Sha256::digest(id.as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The routes, ready for `axum::serve`.
@@ -257,12 +279,17 @@ pub fn router(front: Arc<HttpFront>) -> Router {
         .with_state(front)
 }
 
-/// Serves `front` on `listener` until `shutdown` completes; then every session is ended.
+/// How long open connections get to finish after shutdown begins.
+const DRAIN: Duration = Duration::from_secs(3);
+
+/// Serves `front` on `listener` until `shutdown` completes; then every session is ended
+/// and connections get [`DRAIN`] to finish. Returns how many sessions were ended (their
+/// servers are being terminated).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     front: Arc<HttpFront>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> std::io::Result<usize> {
     let reaper = {
         let front = Arc::clone(&front);
         tokio::spawn(async move {
@@ -274,12 +301,23 @@ pub async fn serve(
         })
     };
     let stopper = Arc::clone(&front);
-    let result = axum::serve(listener, router(front))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            stopper.stop_all();
-        })
-        .await;
+    let (began, mut begun) = tokio::sync::watch::channel(0usize);
+    let count = begun.clone();
+    let server = axum::serve(listener, router(front)).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = began.send(stopper.stop_all());
+    });
+    // A client that stops reading, or drips a body, does not hold the shutdown up.
+    let deadline = async move {
+        let _ = begun.changed().await;
+        let n = *begun.borrow();
+        tokio::time::sleep(DRAIN).await;
+        n
+    };
+    let result = tokio::select! {
+        r = server => r.map(|()| *count.borrow()),
+        n = deadline => Ok(n),
+    };
     reaper.abort();
     result
 }
@@ -290,6 +328,19 @@ struct Reject {
     id: Value,
     code: i64,
     message: String,
+    data: Option<Value>,
+}
+
+impl Reject {
+    fn with_data(mut self, data: Value) -> Reject {
+        self.data = Some(data);
+        self
+    }
+
+    fn with_id(mut self, id: &Value) -> Reject {
+        self.id = id.clone();
+        self
+    }
 }
 
 fn reject(status: StatusCode, id: &Value, code: i64, message: &str) -> Reject {
@@ -298,12 +349,16 @@ fn reject(status: StatusCode, id: &Value, code: i64, message: &str) -> Reject {
         id: id.clone(),
         code,
         message: message.to_string(),
+        data: None,
     }
 }
 
 impl IntoResponse for Reject {
     fn into_response(self) -> Response {
-        rpc_error(self.status, &self.id, self.code, &self.message)
+        json_response(
+            self.status,
+            &jsonrpc::error(&self.id, self.code, &self.message, self.data),
+        )
     }
 }
 
@@ -416,6 +471,9 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
         Ok(v) => v,
         Err(r) => return r.into_response(),
     };
+    if stateless::is_stateless(&headers) {
+        return stateless::post(&front, &headers, message, sse_ok).await;
+    }
     let kind = match jsonrpc::classify(&message) {
         Ok(k) => k,
         Err(e) => {
@@ -442,7 +500,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
             );
         }
         Some(sid) => match front.session(sid) {
-            Some(s) if !s.legacy_sse => (s, false),
+            Some(s) if s.wire == Wire::Sessions => (s, false),
             _ => return no_session(&id),
         },
         None if initialize => {
@@ -450,7 +508,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
                 .pointer("/params/protocolVersion")
                 .and_then(Value::as_str)
                 .unwrap_or(DEFAULT_VERSION);
-            match front.open_session(false, asked) {
+            match front.open_session(Wire::Sessions, asked) {
                 Ok(s) => (s, true),
                 Err(r) => return r.into_response(),
             }
@@ -521,13 +579,14 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
                 Arc::clone(&session),
                 stream,
                 reader,
-                0,
-                prime,
-                front.config.keepalive,
-                None,
+                SseOpts {
+                    prime,
+                    keepalive: front.config.keepalive,
+                    ..SseOpts::default()
+                },
             ))
         }
-        Mode::Json => json_answer(&session, stream, reader).await,
+        Mode::Json => json_answer(&session, stream, reader, None).await,
     };
     if minted && let Ok(v) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert("mcp-session-id", v);
@@ -535,7 +594,20 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
     response
 }
 
-async fn json_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Response {
+/// Waits for the answer on a JSON-mode stream. With `rewrite` (a stateless request), a
+/// client that goes away first cancels the request upstream.
+async fn json_answer(
+    session: &Arc<Session>,
+    stream: u64,
+    reader: u64,
+    rewrite: Option<Arc<Rewrite>>,
+) -> Response {
+    let _guard = ReaderGuard {
+        session: Arc::clone(session),
+        stream,
+        reader,
+        cancel: rewrite.as_ref().map(|r| r.upstream_id.clone()),
+    };
     loop {
         let notified = session.notify.notified();
         tokio::pin!(notified);
@@ -543,14 +615,29 @@ async fn json_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Respon
         let polled = session.streams().poll(stream, reader, 0);
         match polled {
             Poll::Events(e) => {
-                if let Some((_, text)) = e.into_iter().last() {
+                let answer = e.into_iter().last().and_then(|(_, text)| match &rewrite {
+                    Some(rw) => rw.apply(&text),
+                    None => Some(text.to_string()),
+                });
+                if let Some(text) = answer {
+                    // A stateless client learns of an unknown method from the status.
+                    let unknown = rewrite.is_some()
+                        && serde_json::from_str::<Value>(&text)
+                            .ok()
+                            .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64))
+                            == Some(stateless::METHOD_NOT_FOUND);
+                    let status = if unknown {
+                        StatusCode::NOT_FOUND
+                    } else {
+                        StatusCode::OK
+                    };
                     return (
-                        StatusCode::OK,
+                        status,
                         [(
                             header::CONTENT_TYPE,
                             HeaderValue::from_static("application/json"),
                         )],
-                        text.to_string(),
+                        text,
                     )
                         .into_response();
                 }
@@ -558,7 +645,7 @@ async fn json_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Respon
             Poll::End => {
                 return rpc_error(
                     StatusCode::BAD_GATEWAY,
-                    &Value::Null,
+                    &rewrite.map(|r| r.client_id.clone()).unwrap_or(Value::Null),
                     jsonrpc::INTERNAL_ERROR,
                     "the upstream ended before answering",
                 );
@@ -587,20 +674,53 @@ fn sse_response(body: Body) -> Response {
         .into_response()
 }
 
-/// Ends the standalone stream's turn (or a legacy session) when its reader goes away.
+/// Ends the standalone stream's turn (or a legacy session) when its reader goes away, and
+/// cancels a stateless request whose client went away before its answer.
 struct ReaderGuard {
     session: Arc<Session>,
     stream: u64,
     reader: u64,
+    /// The upstream id to cancel if the stream is still open when the reader goes.
+    cancel: Option<Value>,
 }
 
 impl Drop for ReaderGuard {
     fn drop(&mut self) {
+        if let Some(id) = &self.cancel {
+            self.session.cancel(self.stream, id);
+        }
         if self.stream == GET_STREAM {
             self.session.streams().close_get(self.reader);
-            if self.session.legacy_sse {
+            if self.session.wire == Wire::LegacySse {
                 self.session.stop();
             }
+        }
+    }
+}
+
+/// How an SSE body is written.
+struct SseOpts {
+    /// Read from after this sequence number.
+    cursor: u64,
+    /// Send an empty event carrying the first id, so even a client cut off before any
+    /// message can resume (2025-11-25).
+    prime: bool,
+    /// Comment this often while nothing happens.
+    keepalive: Duration,
+    /// Sent before anything else (the 2024-11-05 `endpoint` event).
+    first: Option<String>,
+    /// A stateless request's: no event ids (nothing resumes), messages rewritten.
+    rewrite: Option<Arc<Rewrite>>,
+}
+
+impl Default for SseOpts {
+    fn default() -> SseOpts {
+        SseOpts {
+            cursor: 0,
+            prime: false,
+            keepalive: Duration::from_secs(15),
+            first: None,
+            rewrite: None,
         }
     }
 }
@@ -610,24 +730,14 @@ struct SseState {
     cursor: u64,
     first: Option<String>,
     keepalive: Duration,
-    done: bool,
+    rewrite: Option<Arc<Rewrite>>,
 }
 
-/// An SSE body reading stream `stream` of `session` from after `cursor`. `first` is sent
-/// before anything else (the legacy endpoint event); `prime` sends an empty event carrying
-/// the first id, so even a client cut off before any message can resume.
-fn sse_body(
-    session: Arc<Session>,
-    stream: u64,
-    reader: u64,
-    cursor: u64,
-    prime: bool,
-    keepalive: Duration,
-    first: Option<String>,
-) -> Body {
-    let first = match (first, prime) {
+/// An SSE body reading stream `stream` of `session`.
+fn sse_body(session: Arc<Session>, stream: u64, reader: u64, opts: SseOpts) -> Body {
+    let first = match (opts.first, opts.prime) {
         (Some(f), _) => Some(f),
-        (None, true) => Some(format!("id: {stream}-{cursor}\ndata: \n\n")),
+        (None, true) => Some(format!("id: {stream}-{}\ndata: \n\n", opts.cursor)),
         (None, false) => None,
     };
     let state = SseState {
@@ -635,18 +745,16 @@ fn sse_body(
             session,
             stream,
             reader,
+            cancel: opts.rewrite.as_ref().map(|r| r.upstream_id.clone()),
         },
-        cursor,
+        cursor: opts.cursor,
         first,
-        keepalive,
-        done: false,
+        keepalive: opts.keepalive,
+        rewrite: opts.rewrite,
     };
     let events = futures_util::stream::unfold(state, |mut st| async move {
         if let Some(f) = st.first.take() {
             return Some((Ok::<_, Infallible>(Bytes::from(f)), st));
-        }
-        if st.done {
-            return None;
         }
         loop {
             let session = Arc::clone(&st.guard.session);
@@ -660,13 +768,25 @@ fn sse_body(
                 Poll::Events(list) => {
                     let mut chunk = String::new();
                     for (seq, text) in list {
-                        chunk.push_str(&format!(
-                            "id: {}-{seq}\nevent: message\ndata: {text}\n\n",
-                            st.guard.stream
-                        ));
                         st.cursor = seq;
+                        match &st.rewrite {
+                            Some(rw) => {
+                                if let Some(t) = rw.apply(&text) {
+                                    chunk.push_str(&format!("event: message\ndata: {t}\n\n"));
+                                }
+                            }
+                            None => chunk.push_str(&format!(
+                                "id: {}-{seq}\nevent: message\ndata: {text}\n\n",
+                                st.guard.stream
+                            )),
+                        }
                     }
-                    return Some((Ok(Bytes::from(chunk)), st));
+                    session
+                        .streams()
+                        .delivered(st.guard.stream, st.guard.reader, st.cursor);
+                    if !chunk.is_empty() {
+                        return Some((Ok(Bytes::from(chunk)), st));
+                    }
                 }
                 Poll::End => return None,
                 Poll::Wait => {
@@ -683,6 +803,13 @@ fn sse_body(
 async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Response {
     if let Err(r) = check_guard(&front, &headers) {
         return r.into_response();
+    }
+    if stateless::is_stateless(&headers) {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, HeaderValue::from_static("POST"))],
+        )
+            .into_response();
     }
     let (_, sse_ok) = accepts(&headers);
     if !sse_ok {
@@ -701,23 +828,27 @@ async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
             "Mcp-Session-Id header is required",
         );
     };
-    let Some(session) = front.session(sid).filter(|s| !s.legacy_sse) else {
+    let Some(session) = front.session(sid).filter(|s| s.wire == Wire::Sessions) else {
         return no_session(&Value::Null);
     };
     session.touch(front.now_ms());
     let opened = match header_str(&headers, "last-event-id") {
         Some(last) => session.streams().resume(last),
-        None => session.streams().open_get().map(|r| (GET_STREAM, r, 0)),
+        None => session
+            .streams()
+            .open_get()
+            .map(|(r, cursor)| (GET_STREAM, r, cursor)),
     };
     match opened {
         Ok((stream, reader, cursor)) => sse_response(sse_body(
             Arc::clone(&session),
             stream,
             reader,
-            cursor,
-            false,
-            front.config.keepalive,
-            None,
+            SseOpts {
+                cursor,
+                keepalive: front.config.keepalive,
+                ..SseOpts::default()
+            },
         )),
         Err(e @ StreamError::GetOpen) => rpc_error(
             StatusCode::CONFLICT,
@@ -738,6 +869,13 @@ async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> 
     if let Err(r) = check_guard(&front, &headers) {
         return r.into_response();
     }
+    if stateless::is_stateless(&headers) {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, HeaderValue::from_static("POST"))],
+        )
+            .into_response();
+    }
     let Some(sid) = session_header(&headers) else {
         return rpc_error(
             StatusCode::BAD_REQUEST,
@@ -746,13 +884,15 @@ async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> 
             "Mcp-Session-Id header is required",
         );
     };
-    let Some(session) = front.sessions().remove(sid) else {
+    let found = front.session(sid).filter(|s| s.wire == Wire::Sessions);
+    let Some(session) = found else {
         return no_session(&Value::Null);
     };
+    front.sessions().remove(sid);
     session.stop();
     (front.log)(&format!(
         "session {} ended by the client",
-        short(&session.id)
+        id_digest(&session.id)
     ));
     StatusCode::OK.into_response()
 }
@@ -763,12 +903,22 @@ async fn get_sse(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
     if let Err(r) = check_guard(&front, &headers) {
         return r.into_response();
     }
-    let session = match front.open_session(true, "2024-11-05") {
+    // Each of these starts a server: not for a page's stray <img> (EventSource, which a
+    // page would use, sends an Origin the guard checks).
+    if !header_str(&headers, "accept").is_some_and(|a| a.contains("text/event-stream")) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            &Value::Null,
+            jsonrpc::INVALID_REQUEST,
+            "Accept must be text/event-stream",
+        );
+    }
+    let session = match front.open_session(Wire::LegacySse, "2024-11-05") {
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };
     let reader = match session.streams().open_get() {
-        Ok(r) => r,
+        Ok((r, _)) => r,
         Err(e) => {
             return rpc_error(
                 StatusCode::CONFLICT,
@@ -786,10 +936,11 @@ async fn get_sse(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
         session,
         GET_STREAM,
         reader,
-        0,
-        false,
-        front.config.keepalive,
-        Some(endpoint),
+        SseOpts {
+            keepalive: front.config.keepalive,
+            first: Some(endpoint),
+            ..SseOpts::default()
+        },
     ))
 }
 
@@ -808,7 +959,7 @@ async fn post_message(State(front): State<Arc<HttpFront>>, req: Request) -> Resp
         .map(str::to_string);
     let Some(session) = sid
         .and_then(|sid| front.session(&sid))
-        .filter(|s| s.legacy_sse)
+        .filter(|s| s.wire == Wire::LegacySse)
     else {
         return no_session(&Value::Null);
     };

@@ -22,6 +22,19 @@ pub struct Link {
     pub stop: oneshot::Sender<()>,
 }
 
+/// How a session's client talks to the front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// Streamable HTTP with `Mcp-Session-Id` (2025-03-26 … 2025-11-25).
+    Sessions,
+    /// The 2024-11-05 `/sse` + `/message` pair: everything goes out on one stream.
+    LegacySse,
+    /// The upstream session the front opens itself to serve 2026-07-28 (stateless)
+    /// requests: only answers and progress reach clients; requests from the server are
+    /// refused, since a stateless client cannot be asked.
+    Stateless,
+}
+
 /// Lines queued for the upstream per session.
 const QUEUE: usize = 256;
 
@@ -29,8 +42,8 @@ const QUEUE: usize = 256;
 pub struct Session {
     /// The id the client sends back in `Mcp-Session-Id`.
     pub id: String,
-    /// Served over the 2024-11-05 `/sse` + `/message` pair: everything goes out on one stream.
-    pub legacy_sse: bool,
+    /// How its client talks to the front.
+    pub wire: Wire,
     streams: Mutex<Streams>,
     /// Wakes readers when a stream has something new (few readers per session: they each
     /// look again).
@@ -46,7 +59,7 @@ impl Session {
     /// Starts the session's tasks over `link`. `on_end` runs once the upstream is gone.
     pub fn start(
         id: String,
-        legacy_sse: bool,
+        wire: Wire,
         link: Link,
         version: &str,
         now_ms: u64,
@@ -56,7 +69,7 @@ impl Session {
         let (read, mut write) = tokio::io::split(link.io);
         let session = Arc::new(Session {
             id,
-            legacy_sse,
+            wire,
             streams: Mutex::new(Streams::new()),
             notify: Notify::new(),
             to_server: tx,
@@ -80,8 +93,19 @@ impl Session {
             loop {
                 match frame::read(&mut reader, MAX_FRAME + 4096).await {
                     Ok(Frame::Line(l)) => s.deliver(&l),
-                    // The gateway core bounds what it sends; nothing here can be this big.
-                    Ok(Frame::Oversized(_)) => {}
+                    // Masking can grow a message past the limit: its request still gets an
+                    // answer, never silence.
+                    Ok(Frame::Oversized(id)) => {
+                        if let Some(id) = id {
+                            let e = jsonrpc::error(
+                                &id,
+                                jsonrpc::INTERNAL_ERROR,
+                                &format!("the answer is larger than {MAX_FRAME} bytes"),
+                                None,
+                            );
+                            s.deliver(e.to_string().as_bytes());
+                        }
+                    }
                     Ok(Frame::Eof) | Err(_) => break,
                 }
             }
@@ -106,6 +130,24 @@ impl Session {
         let Ok(v) = serde_json::from_str::<Value>(text) else {
             return;
         };
+        if self.wire == Wire::Stateless {
+            match jsonrpc::classify(&v) {
+                Ok(Kind::Request { id, method }) => {
+                    let refusal = jsonrpc::error(
+                        &id,
+                        -32601,
+                        &format!(
+                            "{method} cannot be sent to a 2026-07-28 (stateless) client through this gateway"
+                        ),
+                        None,
+                    );
+                    let _ = self.to_server.try_send(refusal.to_string().into_bytes());
+                    return;
+                }
+                Ok(Kind::Notification { method }) if method != "notifications/progress" => return,
+                _ => {}
+            }
+        }
         if let Ok(Kind::Response { id }) = jsonrpc::classify(&v) {
             let init = lock(&self.initialize_id).clone();
             if init.as_deref() == Some(jsonrpc::id_key(&id).as_str())
@@ -147,6 +189,18 @@ impl Session {
     /// When the session was last used.
     pub fn last_seen(&self) -> u64 {
         self.last_seen.load(Ordering::Relaxed)
+    }
+
+    /// Tells the upstream that the request with `upstream_id` is given up on (its client
+    /// closed the stream), and forgets its stream.
+    pub fn cancel(&self, stream: u64, upstream_id: &Value) {
+        let open = self.streams().is_open(stream);
+        if open {
+            self.streams().abandon(stream);
+            let cancel = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": upstream_id, "reason": "the client closed the stream"}});
+            let _ = self.to_server.try_send(cancel.to_string().into_bytes());
+        }
     }
 
     /// Ends the upstream now; readers end once they have what was sent.

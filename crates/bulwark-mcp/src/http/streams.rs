@@ -47,6 +47,8 @@ struct Stream {
     done: bool,
     /// Which reader owns the stream: a resumption takes it over from the one before.
     reader: u64,
+    /// The last sequence a reader was sent: a new standalone reader starts after it.
+    delivered: u64,
     progress: Option<String>,
     request: Option<String>,
 }
@@ -59,6 +61,7 @@ impl Stream {
             mode,
             done: false,
             reader: 0,
+            delivered: 0,
             progress: None,
             request: None,
         }
@@ -166,6 +169,11 @@ impl Streams {
         Ok((n, reader))
     }
 
+    /// Whether stream `stream` still waits for its answer.
+    pub fn is_open(&self, stream: u64) -> bool {
+        self.streams.get(&stream).is_some_and(|s| !s.done)
+    }
+
     /// A request whose stream was opened but which could not be sent on: forgotten.
     pub fn abandon(&mut self, stream: u64) {
         if let Some(s) = self.streams.remove(&stream) {
@@ -191,9 +199,9 @@ impl Streams {
         r
     }
 
-    /// Opens (or resumes, after `after` of stream `stream`) the standalone stream. Returns
-    /// the reader id.
-    pub fn open_get(&mut self) -> Result<u64, StreamError> {
+    /// Opens the standalone stream. Returns the reader id and the cursor to read from: what
+    /// an earlier reader of it was sent is not sent again.
+    pub fn open_get(&mut self) -> Result<(u64, u64), StreamError> {
         if self.get_open {
             return Err(StreamError::GetOpen);
         }
@@ -205,11 +213,12 @@ impl Streams {
             .or_insert_with(|| Stream::new(Mode::Events));
         s.reader = reader;
         s.done = false;
+        let cursor = s.delivered;
         for m in waiting {
             s.push(m);
         }
         self.get_open = true;
-        Ok(reader)
+        Ok((reader, cursor))
     }
 
     /// The standalone stream's reader went away: later messages are kept for the next one.
@@ -256,7 +265,7 @@ impl Streams {
         }
         if s.events
             .front()
-            .is_some_and(|(first, _)| *first > cursor + 1)
+            .is_some_and(|(first, _)| *first > cursor.saturating_add(1))
         {
             return Poll::End;
         }
@@ -358,6 +367,20 @@ impl Streams {
         self.dropped
     }
 
+    /// Reader `reader` of `stream` has sent the client everything up to `seq`.
+    pub fn delivered(&mut self, stream: u64, reader: u64, seq: u64) {
+        if let Some(s) = self.streams.get_mut(&stream)
+            && s.reader == reader
+        {
+            s.delivered = s.delivered.max(seq);
+        }
+    }
+
+    /// Whether a client reads the standalone stream now.
+    pub fn listening(&self) -> bool {
+        self.get_open
+    }
+
     /// Requests still waiting for their answer.
     pub fn in_progress(&self) -> usize {
         self.by_request.len()
@@ -433,7 +456,8 @@ mod tests {
             );
         }
         assert_eq!(s.dropped(), 3);
-        let r = s.open_get().unwrap();
+        let (r, cursor) = s.open_get().unwrap();
+        assert_eq!(cursor, 0);
         assert_eq!(s.open_get(), Err(StreamError::GetOpen));
         match s.poll(GET_STREAM, r, 0) {
             Poll::Events(e) => {
@@ -442,11 +466,16 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        s.delivered(GET_STREAM, r, MAX_WAITING as u64);
         s.close_get(r);
         assert_eq!(
             route(&mut s, json!({"jsonrpc":"2.0","method":"x"})),
             Some(GET_STREAM)
         );
+        // A new GET stream starts after what the last one was sent, plus what came since.
+        let (r2, cursor) = s.open_get().unwrap();
+        assert_eq!(cursor, MAX_WAITING as u64);
+        assert!(matches!(s.poll(GET_STREAM, r2, cursor), Poll::Events(e) if e.len() == 1));
     }
 
     #[test]

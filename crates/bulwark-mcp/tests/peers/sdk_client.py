@@ -5,6 +5,8 @@ it saw as one JSON document, so a test can compare a direct run with one through
 usage: sdk_client.py SCENARIO COMMAND [ARGS...]
        sdk_client.py SCENARIO http://HOST:PORT/mcp       (Streamable HTTP)
        sdk_client.py SCENARIO sse+http://HOST:PORT/sse   (2024-11-05 HTTP+SSE)
+       sdk_client.py SCENARIO auto+http://HOST:PORT/mcp  (the SDK's Client in its default
+                                                        "auto" mode: 2026-07-28 when offered)
   everything   @modelcontextprotocol/server-everything: tools, resources, prompts,
                progress, errors
   filesystem   @modelcontextprotocol/server-filesystem rooted at $FS_ROOT
@@ -14,7 +16,7 @@ import json
 import os
 import sys
 
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -62,7 +64,8 @@ async def everything(s):
     prompts = await s.list_prompts()
     out["prompts"] = sorted(p.name for p in prompts.prompts)
     out["prompt"] = await attempt(s.get_prompt("args-prompt", {"city": "Lisbon", "state": "Lisboa"}))
-    out["ping"] = await attempt(s.send_ping())
+    if hasattr(s, "send_ping") and getattr(s, "protocol_version", "") != "2026-07-28":
+        out["ping"] = await attempt(s.send_ping())
     return out
 
 
@@ -85,6 +88,13 @@ async def filesystem(s):
 
 async def main():
     scenario, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if command.startswith("auto+"):
+        async with Client(command[len("auto+"):]) as c:
+            result = {"server": c.server_info.name if c.server_info else None,
+                      "protocol": c.protocol_version}
+            result.update(await {"everything": everything, "filesystem": filesystem}[scenario](c))
+        print(json.dumps(result, indent=1, sort_keys=True))
+        return
     env = {k: v for k, v in os.environ.items()}
     if command.startswith("http://"):
         transport = streamable_http_client(command)

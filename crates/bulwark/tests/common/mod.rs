@@ -79,3 +79,14 @@ pub fn conformance() -> PathBuf {
     );
     p
 }
+
+/// The conformance suite's 2026-07-28 line (0.2.0-alpha, installed as `conformance-2026`).
+pub fn conformance_2026() -> PathBuf {
+    let p = node_modules().join("conformance-2026/dist/index.js");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/setup-peers (it installs the MCP conformance suite)",
+        p.display()
+    );
+    p
+}

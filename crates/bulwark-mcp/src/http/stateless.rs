@@ -1,0 +1,571 @@
+//! MCP 2026-07-28 (stateless) requests, served in front of any upstream by wrapping them
+//! in an upstream session the front opens itself.
+//!
+//! A 2026-07-28 request carries its version, capabilities and client info in `_meta`; its
+//! headers mirror the body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). The front
+//! checks them in the order the specification's reference implementations do — missing
+//! `_meta` fields (-32602), headers that disagree with the body (-32020), an unsupported
+//! version (-32022) — answers `server/discover` itself from the upstream's `initialize`
+//! result, refuses methods the revision removed with 404 and -32601, and forwards the rest
+//! with ids (and progress tokens) of its own, so clients that reuse ids never collide.
+//! Answers get the `resultType` (and, for lists and reads, the `ttlMs` and `cacheScope`)
+//! the revision requires. Closing a response stream cancels the request upstream.
+//!
+//! What a wrapped legacy upstream cannot do is not faked: it is never asked for sampling,
+//! elicitation or roots (there is no client to ask), so it does not return
+//! `InputRequiredResult`s, and its log lines are not sent (no per-request `logLevel`
+//! reaches it).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::session::{Session, Wire};
+use super::streams::{Mode, Poll};
+use super::{HttpFront, Reject, Rewrite, SESSION_VERSIONS, header_str, reject};
+use crate::jsonrpc::{self, Kind};
+
+/// The stateless revision.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+/// Header and body disagree (or a required header is missing).
+pub const HEADER_MISMATCH: i64 = -32020;
+/// The request's protocol version is not served.
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+/// Method not found.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid params.
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// Methods the stateless revision removed: 404 and -32601, never forwarded.
+const REMOVED: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Methods forwarded to the upstream, with the capability each needs.
+const FORWARDED: &[(&str, &str)] = &[
+    ("tools/list", "tools"),
+    ("tools/call", "tools"),
+    ("resources/list", "resources"),
+    ("resources/templates/list", "resources"),
+    ("resources/read", "resources"),
+    ("prompts/list", "prompts"),
+    ("prompts/get", "prompts"),
+    ("completion/complete", "completions"),
+];
+
+/// Results the revision makes cacheable: they must say for how long, and for whom.
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+];
+
+/// How long the front waits for the upstream to answer its own `initialize`.
+const INITIALIZE_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether a request with these headers is a stateless one: its `MCP-Protocol-Version` is
+/// given and is none of the session-era versions.
+pub fn is_stateless(h: &HeaderMap) -> bool {
+    header_str(h, "mcp-protocol-version").is_some_and(|v| !SESSION_VERSIONS.contains(&v.trim()))
+}
+
+/// Every version the front serves, newest first.
+fn supported() -> Vec<&'static str> {
+    let mut v = vec![STATELESS_VERSION];
+    v.extend(SESSION_VERSIONS.iter().rev());
+    v
+}
+
+/// A header value: optional whitespace trimmed, `=?base64?…?=` decoded.
+fn header_value(h: &HeaderMap, name: &str) -> Option<Result<String, ()>> {
+    let raw = h.get(name)?;
+    let Ok(text) = raw.to_str() else {
+        return Some(Err(()));
+    };
+    let text = text.trim_matches([' ', '\t']);
+    Some(
+        match text
+            .strip_prefix("=?base64?")
+            .and_then(|r| r.strip_suffix("?="))
+        {
+            Some(b64) => base64_decode(b64)
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or(()),
+            None => Ok(text.to_string()),
+        },
+    )
+}
+
+/// Strict standard base64 (with padding), as the revision's header encoding uses.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let b = s.as_bytes();
+    if !b.len().is_multiple_of(4) {
+        return None;
+    }
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::with_capacity(b.len() / 4 * 3);
+    for (i, chunk) in b.chunks(4).enumerate() {
+        let last = i == b.len() / 4 - 1;
+        let pad = chunk.iter().rev().take_while(|c| **c == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return None;
+        }
+        let mut n = 0u32;
+        for (j, c) in chunk.iter().enumerate() {
+            let v = if j >= 4 - pad { 0 } else { val(*c)? };
+            n = (n << 6) | v;
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(out)
+}
+
+/// Checks a stateless request against its headers. Returns the request's method.
+fn validate(h: &HeaderMap, id: &Value, message: &Value, method: &str) -> Result<(), Reject> {
+    let bad = |code: i64, msg: String| reject(StatusCode::BAD_REQUEST, id, code, &msg);
+    let meta = message.pointer("/params/_meta").and_then(Value::as_object);
+    let version = meta
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .and_then(Value::as_str);
+    let caps = meta.and_then(|m| m.get("io.modelcontextprotocol/clientCapabilities"));
+    let (Some(version), Some(Value::Object(_))) = (version, caps) else {
+        let asked = header_str(h, "mcp-protocol-version").unwrap_or("");
+        return Err(bad(
+            INVALID_PARAMS,
+            format!(
+                "MCP-Protocol-Version {asked:?} is not a session-era version ({}), so this is taken as a \
+                 stateless request, and its params._meta must carry io.modelcontextprotocol/protocolVersion \
+                 and io.modelcontextprotocol/clientCapabilities",
+                SESSION_VERSIONS.join(", ")
+            ),
+        ));
+    };
+    let mirror = |name: &str, body: &str| -> Result<(), Reject> {
+        match header_value(h, name) {
+            Some(Ok(v)) if v == body => Ok(()),
+            Some(Ok(v)) => Err(bad(
+                HEADER_MISMATCH,
+                format!("header {name} is {v:?} but the body says {body:?}"),
+            )),
+            Some(Err(())) => Err(bad(
+                HEADER_MISMATCH,
+                format!("header {name} is not readable"),
+            )),
+            None => Err(bad(HEADER_MISMATCH, format!("header {name} is required"))),
+        }
+    };
+    mirror("mcp-protocol-version", version)?;
+    mirror("mcp-method", method)?;
+    if matches!(method, "tools/call" | "prompts/get" | "resources/read") {
+        let key = if method == "resources/read" {
+            "/params/uri"
+        } else {
+            "/params/name"
+        };
+        let name = message.pointer(key).and_then(Value::as_str).unwrap_or("");
+        mirror("mcp-name", name)?;
+    }
+    if version != STATELESS_VERSION {
+        return Err(reject(
+            StatusCode::BAD_REQUEST,
+            id,
+            UNSUPPORTED_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(json!({"supported": supported(), "requested": version})));
+    }
+    Ok(())
+}
+
+impl HttpFront {
+    /// The upstream session stateless requests go through, opened (and initialized by the
+    /// front) on first use and again after it ends. Returns it with its `initialize` result.
+    async fn stateless_upstream(self: &Arc<Self>) -> Result<(Arc<Session>, Value), Reject> {
+        let mut slot = self.stateless.lock().await;
+        if let Some((s, init)) = slot.as_ref()
+            && !s.ended()
+        {
+            return Ok((Arc::clone(s), init.clone()));
+        }
+        let session = self.open_session(Wire::Stateless, "2025-11-25")?;
+        let id = json!("bulwark-initialize");
+        let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "bulwark", "version": env!("CARGO_PKG_VERSION")}}});
+        let unavailable = |why: &str| {
+            reject(
+                StatusCode::BAD_GATEWAY,
+                &Value::Null,
+                jsonrpc::INTERNAL_ERROR,
+                &format!("the upstream server could not be initialized: {why}"),
+            )
+        };
+        session.initializing(&id);
+        let opened = session.streams().open(&id, &init, Mode::Json);
+        let (stream, reader) = opened.map_err(|e| unavailable(&e.to_string()))?;
+        if !session.send(&init, self.config.send_wait).await {
+            session.stop();
+            return Err(unavailable("it does not take messages"));
+        }
+        let answer =
+            tokio::time::timeout(INITIALIZE_WAIT, next_answer(&session, stream, reader)).await;
+        let result = match answer {
+            Ok(Some(v)) if v.get("result").is_some() => v["result"].clone(),
+            Ok(Some(v)) => {
+                session.stop();
+                return Err(unavailable(&v["error"].to_string()));
+            }
+            Ok(None) => return Err(unavailable("it ended")),
+            Err(_) => {
+                session.stop();
+                return Err(unavailable("it did not answer in time"));
+            }
+        };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        if !session.send(&initialized, self.config.send_wait).await {
+            return Err(unavailable("it does not take messages"));
+        }
+        *slot = Some((Arc::clone(&session), result.clone()));
+        Ok((session, result))
+    }
+}
+
+async fn next_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Option<Value> {
+    loop {
+        let notified = session.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let polled = session.streams().poll(stream, reader, 0);
+        match polled {
+            Poll::Events(e) => {
+                return e.last().and_then(|(_, t)| serde_json::from_str(t).ok());
+            }
+            Poll::End => return None,
+            Poll::Wait => notified.await,
+        }
+    }
+}
+
+/// Serves one stateless request (or notification).
+pub(super) async fn post(
+    front: &Arc<HttpFront>,
+    headers: &HeaderMap,
+    message: Value,
+    sse_ok: bool,
+) -> Response {
+    let (id, method) = match jsonrpc::classify(&message) {
+        Ok(Kind::Request { id, method }) => (id, method),
+        // No client notification means anything to a stateless server; accepted, dropped.
+        Ok(Kind::Notification { .. }) => return StatusCode::ACCEPTED.into_response(),
+        Ok(Kind::Response { .. }) => {
+            return reject(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                jsonrpc::INVALID_REQUEST,
+                "a 2026-07-28 client sends no responses (nothing asks it anything)",
+            )
+            .into_response();
+        }
+        Err(e) => {
+            return reject(
+                StatusCode::BAD_REQUEST,
+                &Value::Null,
+                e.code(),
+                &e.to_string(),
+            )
+            .into_response();
+        }
+    };
+    if let Err(r) = validate(headers, &id, &message, &method) {
+        return r.into_response();
+    }
+    let not_found =
+        |what: String| reject(StatusCode::NOT_FOUND, &id, METHOD_NOT_FOUND, &what).into_response();
+    if REMOVED.contains(&method.as_str()) {
+        return not_found(format!("{method} does not exist in {STATELESS_VERSION}"));
+    }
+    let (session, init) = match front.stateless_upstream().await {
+        Ok(x) => x,
+        Err(r) => return r.with_id(&id).into_response(),
+    };
+    let caps = init.get("capabilities").cloned().unwrap_or(json!({}));
+    if method == "server/discover" {
+        return super::json_response(StatusCode::OK, &jsonrpc::result(&id, discover(&init)));
+    }
+    let Some((_, cap)) = FORWARDED.iter().find(|(m, _)| *m == method) else {
+        return not_found(format!("method not found: {method}"));
+    };
+    if caps.get(cap).is_none() {
+        return not_found(format!("{method}: the server does not offer {cap}"));
+    }
+    // Ids and progress tokens of the front's own: stateless clients reuse theirs freely.
+    let n = front.upstream_ids.fetch_add(1, Ordering::Relaxed);
+    let upstream_id = json!(format!("bulwark-{n}"));
+    let mut forwarded = message.clone();
+    forwarded["id"] = upstream_id.clone();
+    let token = message.pointer("/params/_meta/progressToken").cloned();
+    if token.is_some()
+        && let Some(meta) = forwarded
+            .pointer_mut("/params/_meta")
+            .and_then(Value::as_object_mut)
+    {
+        meta.insert("progressToken".into(), upstream_id.clone());
+    }
+    let mode = if sse_ok { Mode::Events } else { Mode::Json };
+    let opened = session.streams().open(&upstream_id, &forwarded, mode);
+    let (stream, reader) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            return reject(
+                StatusCode::TOO_MANY_REQUESTS,
+                &id,
+                jsonrpc::INTERNAL_ERROR,
+                &e.to_string(),
+            )
+            .into_response();
+        }
+    };
+    if !session.send(&forwarded, front.config.send_wait).await {
+        session.streams().abandon(stream);
+        return reject(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &id,
+            jsonrpc::INTERNAL_ERROR,
+            "the upstream is not taking messages",
+        )
+        .into_response();
+    }
+    let rewrite = Arc::new(Rewrite {
+        client_id: id,
+        token,
+        method,
+        upstream_id,
+    });
+    match mode {
+        Mode::Events => super::sse_response(super::sse_body(
+            session,
+            stream,
+            reader,
+            super::SseOpts {
+                keepalive: front.config.keepalive,
+                rewrite: Some(rewrite),
+                ..super::SseOpts::default()
+            },
+        )),
+        Mode::Json => super::json_answer(&session, stream, reader, Some(rewrite)).await,
+    }
+}
+
+/// The `server/discover` result, from the upstream's `initialize` result. Only what the
+/// wrapped session can deliver is offered: no change notifications or resource
+/// subscriptions (they would need `subscriptions/listen`), no log lines.
+fn discover(init: &Value) -> Value {
+    let mut caps = init.get("capabilities").cloned().unwrap_or(json!({}));
+    if let Some(c) = caps.as_object_mut() {
+        c.remove("logging");
+        for (_, v) in c.iter_mut() {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("listChanged");
+                o.remove("subscribe");
+            }
+        }
+    }
+    let mut r = json!({
+        "supportedVersions": supported(),
+        "capabilities": caps,
+        "resultType": "complete",
+        "ttlMs": 0,
+        "cacheScope": "private",
+    });
+    if let Some(i) = init.get("instructions") {
+        r["instructions"] = i.clone();
+    }
+    if let Some(info) = init.get("serverInfo") {
+        r["_meta"] = json!({"io.modelcontextprotocol/serverInfo": info});
+    }
+    r
+}
+
+impl Rewrite {
+    /// A message from the upstream as the stateless client must see it: its own id and
+    /// progress token back, and the result fields the revision requires.
+    pub(super) fn apply(&self, text: &str) -> Option<String> {
+        let mut v: Value = serde_json::from_str(text).ok()?;
+        if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+            if let Some(t) = &self.token {
+                v["params"]["progressToken"] = t.clone();
+            }
+            return Some(v.to_string());
+        }
+        if v.get("id") != Some(&self.upstream_id) {
+            return None;
+        }
+        v["id"] = self.client_id.clone();
+        if let Some(r) = v.get_mut("result").and_then(Value::as_object_mut) {
+            r.entry("resultType").or_insert(json!("complete"));
+            if CACHEABLE.contains(&self.method.as_str()) {
+                r.entry("ttlMs").or_insert(json!(0));
+                r.entry("cacheScope").or_insert(json!("private"));
+            }
+        }
+        Some(v.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(list: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in list {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    fn call(version: &str, name: &str) -> Value {
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":name,"arguments":{},
+            "_meta":{"io.modelcontextprotocol/protocolVersion":version,
+                     "io.modelcontextprotocol/clientCapabilities":{}}}})
+    }
+
+    fn code(r: Result<(), Reject>) -> Option<i64> {
+        r.err().map(|r| r.code)
+    }
+
+    #[test]
+    fn checks_run_in_order() {
+        let ok = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "  echo "),
+        ]);
+        let m = call("2026-07-28", "echo");
+        assert_eq!(code(validate(&ok, &json!(1), &m, "tools/call")), None);
+        let no_meta =
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}});
+        assert_eq!(
+            code(validate(&ok, &json!(1), &no_meta, "tools/call")),
+            Some(INVALID_PARAMS)
+        );
+        let wrong_name = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "other"),
+        ]);
+        assert_eq!(
+            code(validate(&wrong_name, &json!(1), &m, "tools/call")),
+            Some(HEADER_MISMATCH)
+        );
+        let no_name = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+        ]);
+        assert_eq!(
+            code(validate(&no_name, &json!(1), &m, "tools/call")),
+            Some(HEADER_MISMATCH)
+        );
+        let case = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "TOOLS/CALL"),
+            ("mcp-name", "echo"),
+        ]);
+        assert_eq!(
+            code(validate(&case, &json!(1), &m, "tools/call")),
+            Some(HEADER_MISMATCH)
+        );
+        // Header and body agree on a version nobody serves.
+        let v999 = headers(&[
+            ("mcp-protocol-version", "v999.0.0"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo"),
+        ]);
+        let r = validate(&v999, &json!(1), &call("v999.0.0", "echo"), "tools/call").unwrap_err();
+        assert_eq!(r.code, UNSUPPORTED_VERSION);
+        assert_eq!(r.data.unwrap()["requested"], "v999.0.0");
+        // The header says 2026-07-28, the body something else: a mismatch, not a version.
+        assert_eq!(
+            code(validate(
+                &ok,
+                &json!(1),
+                &call("v999.0.0", "echo"),
+                "tools/call"
+            )),
+            Some(HEADER_MISMATCH)
+        );
+    }
+
+    #[test]
+    fn base64_names() {
+        let h = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "=?base64?w6ljaG8=?="),
+        ]);
+        assert_eq!(
+            code(validate(
+                &h,
+                &json!(1),
+                &call("2026-07-28", "écho"),
+                "tools/call"
+            )),
+            None
+        );
+        assert_eq!(base64_decode("SGVsbG8="), Some(b"Hello".to_vec()));
+        assert_eq!(base64_decode("SGVsbG8"), None, "bad padding");
+        assert_eq!(base64_decode("SGVs!!!bG8="), None);
+        assert_eq!(base64_decode("SG=sbG8="), None);
+    }
+
+    #[test]
+    fn answers_get_their_ids_back_and_the_fields_the_revision_requires() {
+        let rw = Rewrite {
+            client_id: json!(7),
+            token: Some(json!("p")),
+            method: "tools/list".into(),
+            upstream_id: json!("bulwark-3"),
+        };
+        let v: Value = serde_json::from_str(
+            &rw.apply(r#"{"jsonrpc":"2.0","id":"bulwark-3","result":{"tools":[]}}"#)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["result"]["resultType"], "complete");
+        assert_eq!(v["result"]["ttlMs"], 0);
+        let p: Value = serde_json::from_str(
+            &rw.apply(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"bulwark-3","progress":1}}"#)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(p["params"]["progressToken"], "p");
+        assert_eq!(
+            rw.apply(r#"{"jsonrpc":"2.0","id":"bulwark-4","result":{}}"#),
+            None
+        );
+    }
+}
