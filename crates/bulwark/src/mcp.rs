@@ -29,12 +29,15 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     });
     let mut env = args.env.clone();
     env.extend(policy.mcp.env.iter().cloned());
+    let callers = identities(&policy)?;
     let engine = Arc::new(SharedEngine::new(policy));
     engine.warm_up();
     let pins = PinFile::open(&pins_dir, &identity)?;
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "mcp")?;
     if let Some(listen) = &args.listen {
-        return run_http(args, listen, engine, pins_dir, identity, env, audit);
+        return run_http(
+            args, listen, engine, callers, pins_dir, identity, env, audit,
+        );
     }
     let closer = audit.clone();
     let started = std::time::SystemTime::now()
@@ -305,6 +308,7 @@ fn run_http(
     args: &McpArgs,
     listen: &str,
     engine: Arc<SharedEngine>,
+    callers: bulwark_mcp::http::identity::Identity,
     pins_dir: std::path::PathBuf,
     identity: String,
     env: Vec<String>,
@@ -350,7 +354,7 @@ fn run_http(
         // One pin file for every session: a listing saved by one is not taken by the others
         // for an operator's change (which would clear their withheld tools).
         let pins = PinFile::open(&pins_dir, &identity)?;
-        move |session: &str| -> std::result::Result<Arc<Gateway>, String> {
+        move |session: &str, caller: &Principal| -> std::result::Result<Arc<Gateway>, String> {
             let pins = pins.clone();
             let config = Config {
                 server: identity.clone(),
@@ -358,8 +362,8 @@ fn run_http(
                 // by more people than hold it.
                 session: format!("mcp:http:{}", bulwark_mcp::http::id_digest(session)),
                 principal: Principal {
-                    id: Some("mcp:http".into()),
-                    verified: false,
+                    id: Some(caller.id.clone().unwrap_or_else(|| "mcp:http".into())),
+                    verified: caller.verified,
                 },
                 max_pending: MAX_PENDING,
             };
@@ -387,6 +391,7 @@ fn run_http(
         }),
         HttpConfig {
             guard,
+            identity: callers,
             max_sessions: args.max_sessions.max(1),
             ..HttpConfig::default()
         },
@@ -429,4 +434,25 @@ fn run_http(
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The policy's identity rules for the HTTP front, with the header signing key read from
+/// the environment variable the policy names.
+fn identities(policy: &bulwark_policy::Policy) -> Result<bulwark_mcp::http::identity::Identity> {
+    let i = &policy.identities;
+    let key = match &i.header_signing_key_env {
+        Some(var) => match std::env::var(var) {
+            Ok(k) if !k.is_empty() => Some(k.into_bytes()),
+            _ => bail!(
+                "the policy's identities.header_signing_key_env names {var}, which is not set; \
+                 set it to the shared key, or remove the setting"
+            ),
+        },
+        None => None,
+    };
+    Ok(bulwark_mcp::http::identity::Identity::new(
+        i.bearer_tokens.clone(),
+        key,
+        i.require_verified,
+    ))
 }

@@ -26,6 +26,15 @@ struct HttpGateway {
 
 impl HttpGateway {
     fn start(state: &Path, extra: &[&str], server: &[&str]) -> HttpGateway {
+        HttpGateway::start_env(state, extra, server, &[])
+    }
+
+    fn start_env(
+        state: &Path,
+        extra: &[&str],
+        server: &[&str],
+        envs: &[(&str, &str)],
+    ) -> HttpGateway {
         let mut child = Command::new(BIN)
             .args(["mcp", "--state-dir", state.to_str().unwrap()])
             .args(["--listen", "127.0.0.1:0"])
@@ -35,6 +44,7 @@ impl HttpGateway {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
+            .envs(envs.iter().copied())
             .spawn()
             .unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -989,5 +999,121 @@ fn a_non_loopback_listener_needs_its_host_named() {
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("--allow-host"),
         "{o:?}"
+    );
+}
+
+fn sign(key: &[u8], agent: &str, role: &str, user: &str, ts: u64) -> String {
+    bulwark_mcp::http::identity::sign(key, agent, role, user, ts)
+}
+
+#[test]
+fn callers_need_a_token_and_keep_to_their_own_sessions() {
+    use sha2::{Digest, Sha256};
+    let hex = |t: &str| -> String {
+        Sha256::digest(t.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let state = scratch();
+    let policy = state.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nname: callers\nidentities:\n  bearer_tokens:\n    - {{ name: alice, sha256: {} }}\n    - {{ name: bob, sha256: {} }}\n  header_signing_key_env: BULWARK_TEST_HEADER_KEY\n  require_verified: true\n",
+            hex("alice-token"),
+            hex("bob-token")
+        ),
+    )
+    .unwrap();
+    let server = node_server("server-everything");
+    let gw = HttpGateway::start_env(
+        &state,
+        &["--policy", policy.to_str().unwrap()],
+        &["node", server.to_str().unwrap(), "stdio"],
+        &[("BULWARK_TEST_HEADER_KEY", "shared-key")],
+    );
+    let a = gw.addr.as_str();
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}})
+    .to_string();
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE], &init);
+    assert_eq!(r.status, 401, "{r:?}");
+    assert_eq!(r.headers["www-authenticate"], "Bearer");
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, ("Authorization", "Bearer wrong")],
+        &init,
+    );
+    assert_eq!(r.status, 401, "{r:?}");
+    let bob = ("Authorization", "Bearer bob-token");
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE, bob], &init);
+    assert_eq!(r.status, 200, "{r:?}");
+    let sid = r.headers["mcp-session-id"].clone();
+    let s = ("Mcp-Session-Id", sid.as_str());
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name":"echo","arguments":{"message":"hi"}}})
+    .to_string();
+    // Alice cannot use Bob's session, even knowing its id.
+    let alice = ("Authorization", "Bearer alice-token");
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE, alice, s], &call);
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = http(a, "DELETE", "/mcp", &[alice, s], "");
+    assert_eq!(r.status, 403, "{r:?}");
+    // Bob's own call goes through: the token verifies him.
+    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE, bob, s], &call);
+    let answer = r.messages().into_iter().last().unwrap();
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+
+    // Signed identity headers: a bad or stale signature is refused (require_verified).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let good = sign(b"shared-key", "reviewer", "dev", "u7", now);
+    let ts = now.to_string();
+    let signed = |sig: &str, ts: &str, role: &str| -> u16 {
+        http(
+            a,
+            "POST",
+            "/mcp",
+            &[
+                CT,
+                JSON_SSE,
+                alice,
+                ("X-Bulwark-Agent", "reviewer"),
+                ("X-Bulwark-User-Role", role),
+                ("X-Bulwark-User-Id", "u7"),
+                ("X-Bulwark-Timestamp", ts),
+                ("X-Bulwark-Signature", sig),
+            ],
+            &init,
+        )
+        .status
+    };
+    assert_eq!(signed(&good, &ts, "dev"), 200);
+    assert_eq!(
+        signed(&good, &ts, "admin"),
+        401,
+        "a role the signature does not cover"
+    );
+    let stale = (now - 600).to_string();
+    assert_eq!(
+        signed(
+            &sign(b"shared-key", "reviewer", "dev", "u7", now - 600),
+            &stale,
+            "dev"
+        ),
+        401
+    );
+    assert_eq!(
+        signed(
+            &sign(b"other-key", "reviewer", "dev", "u7", now),
+            &ts,
+            "dev"
+        ),
+        401
     );
 }

@@ -17,6 +17,7 @@
 //! - every body, queue, stream and session count is bounded.
 
 pub mod guard;
+pub mod identity;
 pub mod session;
 pub mod stateless;
 pub mod streams;
@@ -39,6 +40,7 @@ use sha2::{Digest, Sha256};
 use crate::gateway::Gateway;
 use crate::jsonrpc::{self, Kind};
 use crate::stdio::{self, MAX_FRAME, ServerCommand};
+use bulwark_engine::Principal;
 use guard::Guard;
 pub use session::{Link, Session, Wire};
 use streams::{GET_STREAM, Mode, Poll, StreamError};
@@ -51,12 +53,12 @@ pub const DEFAULT_VERSION: &str = "2025-03-26";
 
 /// Opens upstream sessions.
 pub trait Connector: Send + Sync + 'static {
-    /// Opens the upstream for client session `session`.
-    fn open(&self, session: &str) -> Result<Link, String>;
+    /// Opens the upstream for client session `session`, opened by `principal`.
+    fn open(&self, session: &str, principal: &Principal) -> Result<Link, String>;
 }
 
 /// Makes the gateway core for a session id.
-pub type MakeGateway = Box<dyn Fn(&str) -> Result<Arc<Gateway>, String> + Send + Sync>;
+pub type MakeGateway = Box<dyn Fn(&str, &Principal) -> Result<Arc<Gateway>, String> + Send + Sync>;
 
 /// A stdio server command per client session, each behind its own gateway core.
 pub struct StdioConnector {
@@ -67,8 +69,8 @@ pub struct StdioConnector {
 }
 
 impl Connector for StdioConnector {
-    fn open(&self, session: &str) -> Result<Link, String> {
-        let gateway = (self.gateway)(session)?;
+    fn open(&self, session: &str, principal: &Principal) -> Result<Link, String> {
+        let gateway = (self.gateway)(session, principal)?;
         let child = stdio::spawn(&self.command).map_err(|e| e.to_string())?;
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         let (read, write) = tokio::io::split(theirs);
@@ -85,6 +87,8 @@ impl Connector for StdioConnector {
 pub struct HttpConfig {
     /// Who may connect.
     pub guard: Guard,
+    /// Who the caller is (bearer tokens, signed headers).
+    pub identity: identity::Identity,
     /// Sessions at once (each may be a server process).
     pub max_sessions: usize,
     /// A session nobody used for this long, with nothing in progress, is ended.
@@ -99,6 +103,7 @@ impl Default for HttpConfig {
     fn default() -> HttpConfig {
         HttpConfig {
             guard: Guard::loopback(),
+            identity: identity::Identity::default(),
             max_sessions: 32,
             idle_timeout: Duration::from_secs(30 * 60),
             send_wait: Duration::from_secs(10),
@@ -117,7 +122,9 @@ pub struct HttpFront {
     started: Instant,
     log: Box<dyn Fn(&str) + Send + Sync>,
     /// The upstream session stateless (2026-07-28) requests are wrapped in.
-    stateless: tokio::sync::Mutex<Option<(Arc<Session>, Value)>>,
+    /// The upstream sessions stateless (2026-07-28) requests are wrapped in, one per
+    /// identity, so one caller's taint is never another's.
+    stateless: tokio::sync::Mutex<HashMap<String, (Arc<Session>, Value)>>,
     upstream_ids: AtomicU64,
     /// Shutting down: no new sessions.
     closing: std::sync::atomic::AtomicBool,
@@ -146,7 +153,7 @@ impl HttpFront {
             counter: AtomicU64::new(0),
             started: Instant::now(),
             log,
-            stateless: tokio::sync::Mutex::new(None),
+            stateless: tokio::sync::Mutex::new(HashMap::new()),
             upstream_ids: AtomicU64::new(0),
             closing: std::sync::atomic::AtomicBool::new(false),
         }))
@@ -180,7 +187,12 @@ impl HttpFront {
             .collect()
     }
 
-    fn open_session(self: &Arc<Self>, wire: Wire, version: &str) -> Result<Arc<Session>, Reject> {
+    fn open_session(
+        self: &Arc<Self>,
+        wire: Wire,
+        version: &str,
+        principal: &Principal,
+    ) -> Result<Arc<Session>, Reject> {
         if self.closing.load(Ordering::Relaxed) {
             return Err(reject(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -204,7 +216,7 @@ impl HttpFront {
             }
         }
         let id = self.mint_id();
-        let link = self.connector.open(&id).map_err(|e| {
+        let link = self.connector.open(&id, principal).map_err(|e| {
             (self.log)(&format!("cannot start the upstream for a new session: {e}"));
             reject(
                 StatusCode::BAD_GATEWAY,
@@ -214,11 +226,19 @@ impl HttpFront {
             )
         })?;
         let weak = Arc::downgrade(self);
-        let session = Session::start(id.clone(), wire, link, version, self.now_ms(), move |id| {
-            if let Some(front) = weak.upgrade() {
-                front.sessions().remove(id);
-            }
-        });
+        let session = Session::start(
+            id.clone(),
+            wire,
+            principal.clone(),
+            link,
+            version,
+            self.now_ms(),
+            move |id| {
+                if let Some(front) = weak.upgrade() {
+                    front.sessions().remove(id);
+                }
+            },
+        );
         self.sessions().insert(id, Arc::clone(&session));
         Ok(session)
     }
@@ -355,10 +375,15 @@ fn reject(status: StatusCode, id: &Value, code: i64, message: &str) -> Reject {
 
 impl IntoResponse for Reject {
     fn into_response(self) -> Response {
-        json_response(
+        let mut r = json_response(
             self.status,
             &jsonrpc::error(&self.id, self.code, &self.message, self.data),
-        )
+        );
+        if self.status == StatusCode::UNAUTHORIZED {
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        r
     }
 }
 
@@ -382,7 +407,9 @@ fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn check_guard(front: &HttpFront, h: &HeaderMap) -> Result<(), Reject> {
+/// The checks every request passes first: `Host` and `Origin` (403), then who is calling
+/// (401 without a valid token, or with unverifiable headers when verification is required).
+fn admit(front: &HttpFront, h: &HeaderMap) -> Result<Principal, Reject> {
     front
         .config
         .guard
@@ -395,7 +422,37 @@ fn check_guard(front: &HttpFront, h: &HeaderMap) -> Result<(), Reject> {
                 jsonrpc::INVALID_REQUEST,
                 &e.to_string(),
             )
+        })?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    front
+        .config
+        .identity
+        .authenticate(|n| header_str(h, n), now)
+        .map_err(|e| {
+            (front.log)(&format!("refused: {e}"));
+            reject(
+                StatusCode::UNAUTHORIZED,
+                &Value::Null,
+                jsonrpc::INVALID_REQUEST,
+                &e.to_string(),
+            )
         })
+}
+
+/// A session is used only by the identity that opened it.
+fn owned(session: &Session, principal: &Principal, id: &Value) -> Result<(), Reject> {
+    if session.principal == *principal {
+        return Ok(());
+    }
+    Err(reject(
+        StatusCode::FORBIDDEN,
+        id,
+        jsonrpc::INVALID_REQUEST,
+        "this session belongs to another identity",
+    ))
 }
 
 async fn read_body(req: Request) -> Result<Value, Reject> {
@@ -446,9 +503,10 @@ fn no_session(id: &Value) -> Response {
 
 async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response {
     let headers = req.headers().clone();
-    if let Err(r) = check_guard(&front, &headers) {
-        return r.into_response();
-    }
+    let principal = match admit(&front, &headers) {
+        Ok(p) => p,
+        Err(r) => return r.into_response(),
+    };
     let ct = header_str(&headers, "content-type").unwrap_or("");
     if !ct.to_ascii_lowercase().starts_with("application/json") {
         return rpc_error(
@@ -472,7 +530,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
         Err(r) => return r.into_response(),
     };
     if stateless::is_stateless(&headers) {
-        return stateless::post(&front, &headers, message, sse_ok).await;
+        return stateless::post(&front, &headers, &principal, message, sse_ok).await;
     }
     let kind = match jsonrpc::classify(&message) {
         Ok(k) => k,
@@ -500,7 +558,12 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
             );
         }
         Some(sid) => match front.session(sid) {
-            Some(s) if s.wire == Wire::Sessions => (s, false),
+            Some(s) if s.wire == Wire::Sessions => {
+                if let Err(r) = owned(&s, &principal, &id) {
+                    return r.into_response();
+                }
+                (s, false)
+            }
             _ => return no_session(&id),
         },
         None if initialize => {
@@ -508,7 +571,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
                 .pointer("/params/protocolVersion")
                 .and_then(Value::as_str)
                 .unwrap_or(DEFAULT_VERSION);
-            match front.open_session(Wire::Sessions, asked) {
+            match front.open_session(Wire::Sessions, asked, &principal) {
                 Ok(s) => (s, true),
                 Err(r) => return r.into_response(),
             }
@@ -801,9 +864,10 @@ fn sse_body(session: Arc<Session>, stream: u64, reader: u64, opts: SseOpts) -> B
 }
 
 async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Response {
-    if let Err(r) = check_guard(&front, &headers) {
-        return r.into_response();
-    }
+    let principal = match admit(&front, &headers) {
+        Ok(p) => p,
+        Err(r) => return r.into_response(),
+    };
     if stateless::is_stateless(&headers) {
         return (
             StatusCode::METHOD_NOT_ALLOWED,
@@ -831,6 +895,9 @@ async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
     let Some(session) = front.session(sid).filter(|s| s.wire == Wire::Sessions) else {
         return no_session(&Value::Null);
     };
+    if let Err(r) = owned(&session, &principal, &Value::Null) {
+        return r.into_response();
+    }
     session.touch(front.now_ms());
     let opened = match header_str(&headers, "last-event-id") {
         Some(last) => session.streams().resume(last),
@@ -866,9 +933,10 @@ async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
 }
 
 async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Response {
-    if let Err(r) = check_guard(&front, &headers) {
-        return r.into_response();
-    }
+    let principal = match admit(&front, &headers) {
+        Ok(p) => p,
+        Err(r) => return r.into_response(),
+    };
     if stateless::is_stateless(&headers) {
         return (
             StatusCode::METHOD_NOT_ALLOWED,
@@ -888,6 +956,9 @@ async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> 
     let Some(session) = found else {
         return no_session(&Value::Null);
     };
+    if let Err(r) = owned(&session, &principal, &Value::Null) {
+        return r.into_response();
+    }
     front.sessions().remove(sid);
     session.stop();
     (front.log)(&format!(
@@ -900,9 +971,10 @@ async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> 
 /// `GET /sse` (2024-11-05): a session whose every message goes out on this one stream,
 /// after an `endpoint` event naming where to POST.
 async fn get_sse(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Response {
-    if let Err(r) = check_guard(&front, &headers) {
-        return r.into_response();
-    }
+    let principal = match admit(&front, &headers) {
+        Ok(p) => p,
+        Err(r) => return r.into_response(),
+    };
     // Each of these starts a server: not for a page's stray <img> (EventSource, which a
     // page would use, sends an Origin the guard checks).
     if !header_str(&headers, "accept").is_some_and(|a| a.contains("text/event-stream")) {
@@ -913,7 +985,7 @@ async fn get_sse(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
             "Accept must be text/event-stream",
         );
     }
-    let session = match front.open_session(Wire::LegacySse, "2024-11-05") {
+    let session = match front.open_session(Wire::LegacySse, "2024-11-05", &principal) {
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };
@@ -946,9 +1018,10 @@ async fn get_sse(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
 
 /// `POST /message?sessionId=…` (2024-11-05): 202, the answer comes on the session's stream.
 async fn post_message(State(front): State<Arc<HttpFront>>, req: Request) -> Response {
-    if let Err(r) = check_guard(&front, req.headers()) {
-        return r.into_response();
-    }
+    let principal = match admit(&front, req.headers()) {
+        Ok(p) => p,
+        Err(r) => return r.into_response(),
+    };
     // Minted ids are hex: no percent-decoding needed, and anything else matches no session.
     let sid = req
         .uri()
@@ -963,6 +1036,9 @@ async fn post_message(State(front): State<Arc<HttpFront>>, req: Request) -> Resp
     else {
         return no_session(&Value::Null);
     };
+    if let Err(r) = owned(&session, &principal, &Value::Null) {
+        return r.into_response();
+    }
     let message = match read_body(req).await {
         Ok(v) => v,
         Err(r) => return r.into_response(),
@@ -1004,15 +1080,20 @@ mod tests {
                     argv: vec!["true".into()],
                     env: vec![],
                 },
-                gateway: Box::new(|_| Err("unused".into())),
+                gateway: Box::new(|_, _| Err("unused".into())),
             }),
             HttpConfig::default(),
             Box::new(|_| {}),
         )
         .unwrap();
-        let a = front.mint_id();
-        let b = front.mint_id();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 32);
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| front.mint_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        assert!(
+            ids.iter()
+                .all(|i| i.len() == 32 && i.bytes().all(|b| b.is_ascii_hexdigit()))
+        );
+        // Consecutive ids share no prefix to speak of: they are not a counter.
+        let (a, b) = (front.mint_id(), front.mint_id());
+        assert_ne!(a[..6], b[..6]);
     }
 }

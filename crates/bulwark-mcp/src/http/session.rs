@@ -44,6 +44,8 @@ pub struct Session {
     pub id: String,
     /// How its client talks to the front.
     pub wire: Wire,
+    /// Who opened it: only the same identity may use it.
+    pub principal: bulwark_engine::Principal,
     streams: Mutex<Streams>,
     /// Wakes readers when a stream has something new (few readers per session: they each
     /// look again).
@@ -60,6 +62,7 @@ impl Session {
     pub fn start(
         id: String,
         wire: Wire,
+        principal: bulwark_engine::Principal,
         link: Link,
         version: &str,
         now_ms: u64,
@@ -70,6 +73,7 @@ impl Session {
         let session = Arc::new(Session {
             id,
             wire,
+            principal,
             streams: Mutex::new(Streams::new()),
             notify: Notify::new(),
             to_server: tx,

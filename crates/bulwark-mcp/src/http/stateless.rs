@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use bulwark_engine::Principal;
 use serde_json::{Value, json};
 
 use super::session::{Session, Wire};
@@ -201,14 +202,21 @@ fn validate(h: &HeaderMap, id: &Value, message: &Value, method: &str) -> Result<
 impl HttpFront {
     /// The upstream session stateless requests go through, opened (and initialized by the
     /// front) on first use and again after it ends. Returns it with its `initialize` result.
-    async fn stateless_upstream(self: &Arc<Self>) -> Result<(Arc<Session>, Value), Reject> {
-        let mut slot = self.stateless.lock().await;
-        if let Some((s, init)) = slot.as_ref()
-            && !s.ended()
-        {
+    async fn stateless_upstream(
+        self: &Arc<Self>,
+        principal: &Principal,
+    ) -> Result<(Arc<Session>, Value), Reject> {
+        let key = format!(
+            "{}|{}",
+            principal.verified,
+            principal.id.as_deref().unwrap_or("")
+        );
+        let mut slots = self.stateless.lock().await;
+        slots.retain(|_, (s, _)| !s.ended());
+        if let Some((s, init)) = slots.get(&key) {
             return Ok((Arc::clone(s), init.clone()));
         }
-        let session = self.open_session(Wire::Stateless, "2025-11-25")?;
+        let session = self.open_session(Wire::Stateless, "2025-11-25", principal)?;
         let id = json!("bulwark-initialize");
         let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25",
@@ -247,7 +255,7 @@ impl HttpFront {
         if !session.send(&initialized, self.config.send_wait).await {
             return Err(unavailable("it does not take messages"));
         }
-        *slot = Some((Arc::clone(&session), result.clone()));
+        slots.insert(key, (Arc::clone(&session), result.clone()));
         Ok((session, result))
     }
 }
@@ -272,6 +280,7 @@ async fn next_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Option
 pub(super) async fn post(
     front: &Arc<HttpFront>,
     headers: &HeaderMap,
+    principal: &Principal,
     message: Value,
     sse_ok: bool,
 ) -> Response {
@@ -306,7 +315,7 @@ pub(super) async fn post(
     if REMOVED.contains(&method.as_str()) {
         return not_found(format!("{method} does not exist in {STATELESS_VERSION}"));
     }
-    let (session, init) = match front.stateless_upstream().await {
+    let (session, init) = match front.stateless_upstream(principal).await {
         Ok(x) => x,
         Err(r) => return r.with_id(&id).into_response(),
     };
