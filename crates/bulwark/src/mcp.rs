@@ -35,9 +35,15 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     let pins = PinFile::open(&pins_dir, &identity)?;
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "mcp")?;
     if let Some(listen) = &args.listen {
-        return run_http(
-            args, listen, engine, callers, pins_dir, identity, env, audit,
-        );
+        let shared = Shared {
+            engine,
+            callers,
+            pins_dir,
+            identity,
+            env,
+            audit,
+        };
+        return run_http(args, listen, shared);
     }
     let closer = audit.clone();
     let started = std::time::SystemTime::now()
@@ -304,16 +310,25 @@ pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
 
 /// `bulwark mcp --listen ADDR -- CMD`: the Streamable HTTP front, a server process per
 /// client session.
-fn run_http(
-    args: &McpArgs,
-    listen: &str,
+/// What the HTTP front is built from.
+struct Shared {
     engine: Arc<SharedEngine>,
     callers: bulwark_mcp::http::identity::Identity,
     pins_dir: std::path::PathBuf,
     identity: String,
     env: Vec<String>,
     audit: Option<Arc<bulwark_audit::AuditLog>>,
-) -> Result<ExitCode> {
+}
+
+fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
+    let Shared {
+        engine,
+        callers,
+        pins_dir,
+        identity,
+        env,
+        audit,
+    } = shared;
     use bulwark_mcp::http::guard::{Guard, LOOPBACK_HOSTS};
     use bulwark_mcp::http::{HttpConfig, HttpFront, StdioConnector};
 
