@@ -13,4 +13,5 @@ pub mod gateway;
 pub mod http;
 pub mod jsonrpc;
 pub mod pinfile;
+pub mod remote;
 pub mod stdio;

@@ -194,11 +194,64 @@ where
     })
 }
 
-/// Relays between `client_in`/`client_out` and the server child until one side ends or
+/// A server reached some other way than as a child: newline-delimited JSON-RPC both ways
+/// (see [`crate::remote`]), and the task behind it.
+pub struct Pipe {
+    /// Messages for the server.
+    pub input: Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+    /// Messages from the server.
+    pub output: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+    /// The task that talks to the server; aborted when the relay ends.
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+/// The server a relay talks to.
+pub enum Server {
+    /// A child process (its own process group).
+    Child(Child),
+    /// A pipe to a server elsewhere.
+    Pipe(Pipe),
+}
+
+/// How a server is waited for and ended.
+enum Life {
+    Child(Child, Option<u32>),
+    Pipe(tokio::task::JoinHandle<()>),
+}
+
+impl Life {
+    /// Waits up to `d` for the server to end by itself; its exit status when it has one.
+    async fn wait(&mut self, d: Duration) -> Option<Option<i32>> {
+        match self {
+            Life::Child(c, _) => match tokio::time::timeout(d, c.wait()).await {
+                Ok(Ok(s)) => Some(s.code()),
+                _ => None,
+            },
+            Life::Pipe(t) => tokio::time::timeout(d, t).await.ok().map(|_| None),
+        }
+    }
+
+    async fn end(&mut self) {
+        match self {
+            Life::Child(c, group) => terminate(c, *group).await,
+            // Given a moment to end its upstream session (it has seen its input close).
+            Life::Pipe(t) => {
+                if tokio::time::timeout(Duration::from_secs(2), &mut *t)
+                    .await
+                    .is_err()
+                {
+                    t.abort();
+                }
+            }
+        }
+    }
+}
+
+/// Relays between `client_in`/`client_out` and the server until one side ends or
 /// `shutdown` completes.
 pub async fn relay<I, O>(
     gateway: Arc<Gateway>,
-    mut child: Child,
+    server: Server,
     client_in: I,
     client_out: O,
     shutdown: impl std::future::Future<Output = ()>,
@@ -209,12 +262,20 @@ where
 {
     let start = Instant::now();
     let now = move || start.elapsed().as_millis() as u64;
-    let group = child.id();
-    let (Some(server_in), Some(server_out), Some(server_err)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        terminate(&mut child, group).await;
-        return Ended::ServerExited(None);
+    type In = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+    type OutStream = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+    let (server_in, server_out, server_err, mut life): (In, OutStream, _, Life) = match server {
+        Server::Child(mut child) => {
+            let group = child.id();
+            let (Some(i), Some(o), Some(e)) =
+                (child.stdin.take(), child.stdout.take(), child.stderr.take())
+            else {
+                terminate(&mut child, group).await;
+                return Ended::ServerExited(None);
+            };
+            (Box::new(i), Box::new(o), Some(e), Life::Child(child, group))
+        }
+        Server::Pipe(p) => (p.input, p.output, None, Life::Pipe(p.task)),
     };
 
     let (to_client, client_q) = Lane::new();
@@ -224,23 +285,25 @@ where
 
     // The server's stderr, line by line, into ours — written asynchronously, so a slow
     // reader of our stderr does not stall the relay.
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(server_err);
-        let mut err = tokio::io::stderr();
-        loop {
-            let line = match frame::read(&mut lines, 64 * 1024).await {
-                Ok(Frame::Line(l)) => l,
-                Ok(Frame::Oversized(_)) => b"(a line over 64 KiB, not shown)".to_vec(),
-                Ok(Frame::Eof) | Err(_) => break,
-            };
-            let mut out = b"[server] ".to_vec();
-            out.extend_from_slice(&line);
-            out.push(b'\n');
-            if err.write_all(&out).await.is_err() {
-                break;
+    if let Some(server_err) = server_err {
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(server_err);
+            let mut err = tokio::io::stderr();
+            loop {
+                let line = match frame::read(&mut lines, 64 * 1024).await {
+                    Ok(Frame::Line(l)) => l,
+                    Ok(Frame::Oversized(_)) => b"(a line over 64 KiB, not shown)".to_vec(),
+                    Ok(Frame::Eof) | Err(_) => break,
+                };
+                let mut out = b"[server] ".to_vec();
+                out.extend_from_slice(&line);
+                out.push(b'\n');
+                if err.write_all(&out).await.is_err() {
+                    break;
+                }
             }
-        }
-    });
+        });
+    }
 
     // Server → client.
     let server_side = {
@@ -309,8 +372,8 @@ where
             // The server's stdin closes once its queue is written; give it a moment to exit
             // by itself, then end its group.
             let _ = tokio::time::timeout(Duration::from_secs(2), &mut server_writer).await;
-            if tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_err() {
-                terminate(&mut child, group).await;
+            if life.wait(Duration::from_secs(2)).await.is_none() {
+                life.end().await;
             }
             Ended::ClientClosed
         }
@@ -319,10 +382,7 @@ where
             client_side.abort();
             // The server closed its output: it is gone or going. Tell every waiting
             // request first, then make sure of it.
-            let status = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
-                Ok(Ok(s)) => s.code(),
-                _ => None,
-            };
+            let status = life.wait(Duration::from_secs(2)).await.flatten();
             let why = match status {
                 Some(c) => format!("it exited with status {c}"),
                 None => "it closed its output".to_string(),
@@ -334,14 +394,19 @@ where
                     break;
                 }
             }
-            terminate(&mut child, group).await;
+            life.end().await;
             Ended::ServerExited(status)
         }
         _ = &mut shutdown => {
             ticker.abort();
             client_side.abort();
             server_side.abort();
-            terminate(&mut child, group).await;
+            // A pipe's task ends its upstream session once its input closes: close it.
+            if matches!(life, Life::Pipe(_)) {
+                to_server.close().await;
+                let _ = tokio::time::timeout(Duration::from_secs(2), &mut server_writer).await;
+            }
+            life.end().await;
             Ended::Shutdown
         }
     };

@@ -201,8 +201,21 @@ pub struct McpArgs {
     /// With --listen: sessions at once (each runs its own server process).
     #[arg(long, value_name = "N", default_value_t = 32, requires = "listen")]
     pub max_sessions: usize,
+    /// A remote Streamable HTTP server to put the gateway in front of, instead of a
+    /// command. Its name is resolved by the gateway and internal addresses are refused
+    /// (see --upstream-allow-internal); redirects are not followed.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub upstream_url: Option<String>,
+    /// Allow an --upstream-url on loopback or a private network (cloud metadata addresses
+    /// stay refused).
+    #[arg(long, requires = "upstream_url")]
+    pub upstream_allow_internal: bool,
     /// The server to run, after `--`.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(
+        last = true,
+        required_unless_present = "upstream_url",
+        value_name = "COMMAND"
+    )]
     pub command: Vec<std::ffi::OsString>,
 }
 

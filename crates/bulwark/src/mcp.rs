@@ -20,13 +20,17 @@ fn pins_dir(common: &Common) -> Result<std::path::PathBuf> {
 pub fn run(args: &McpArgs) -> Result<ExitCode> {
     let policy = config::load_policy(&args.common)?;
     let pins_dir = pins_dir(&args.common)?;
-    let identity = args.name.clone().unwrap_or_else(|| {
-        args.command
-            .iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ")
-    });
+    let identity = args
+        .name
+        .clone()
+        .or_else(|| args.upstream_url.clone())
+        .unwrap_or_else(|| {
+            args.command
+                .iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
     let mut env = args.env.clone();
     env.extend(policy.mcp.env.iter().cloned());
     let callers = identities(&policy)?;
@@ -90,7 +94,16 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
             let at = crate::admin::serve(addr, "mcp", metrics, audit).await?;
             eprintln!("bulwark mcp [{identity}]: metrics at http://{at}/metrics");
         }
-        let child = stdio::spawn(&command)?;
+        let server = match &args.upstream_url {
+            Some(url) => {
+                let remote = remote(args, url)?;
+                let name = identity.clone();
+                stdio::Server::Pipe(remote.connect(Arc::new(move |line: &str| {
+                    eprintln!("bulwark mcp [{name}]: {line}")
+                })))
+            }
+            None => stdio::Server::Child(stdio::spawn(&command)?),
+        };
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
         let shutdown = async move {
@@ -101,7 +114,7 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         };
         let ended = stdio::relay(
             Arc::new(gateway),
-            child,
+            server,
             tokio::io::stdin(),
             tokio::io::stdout(),
             shutdown,
@@ -330,7 +343,7 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
         audit,
     } = shared;
     use bulwark_mcp::http::guard::{Guard, LOOPBACK_HOSTS};
-    use bulwark_mcp::http::{HttpConfig, HttpFront, StdioConnector};
+    use bulwark_mcp::http::{HttpConfig, HttpFront, RemoteConnector, StdioConnector};
 
     let addr: std::net::SocketAddr = listen
         .parse()
@@ -400,10 +413,20 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
     };
     let log_name = identity.clone();
     let front = HttpFront::new(
-        Box::new(StdioConnector {
-            command,
-            gateway: Box::new(make_gateway),
-        }),
+        match &args.upstream_url {
+            Some(url) => {
+                let name = identity.clone();
+                Box::new(RemoteConnector {
+                    remote: remote(args, url)?,
+                    gateway: Box::new(make_gateway),
+                    log: Arc::new(move |line: &str| eprintln!("bulwark mcp [{name}]: {line}")),
+                }) as Box<dyn bulwark_mcp::http::Connector>
+            }
+            None => Box::new(StdioConnector {
+                command,
+                gateway: Box::new(make_gateway),
+            }),
+        },
         HttpConfig {
             guard,
             identity: callers,
@@ -470,4 +493,15 @@ fn identities(policy: &bulwark_policy::Policy) -> Result<bulwark_mcp::http::iden
         key,
         i.require_verified,
     ))
+}
+
+/// The remote upstream of `--upstream-url`, checked.
+fn remote(args: &McpArgs, url: &str) -> Result<bulwark_mcp::remote::Remote> {
+    // Idle reads may last as long as a tool call; the gateway's own request timeout
+    // (mcp.request_timeout_secs) ends a call that takes too long.
+    Ok(bulwark_mcp::remote::Remote::new(
+        url,
+        args.upstream_allow_internal,
+        std::time::Duration::from_secs(3600),
+    )?)
 }

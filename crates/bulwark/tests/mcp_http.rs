@@ -285,6 +285,24 @@ fn the_official_sdk_sees_server_everything_unchanged_over_http_and_sse() {
         );
     }
     assert!(!direct["progress"].as_array().unwrap().is_empty());
+    // The stdio wrapper in front of the same server over HTTP (--upstream-url).
+    let upstream = HttpServer::start();
+    let url = upstream.url();
+    let state = scratch();
+    let (gated, bad) = strip(sdk(
+        "everything",
+        &[
+            BIN,
+            "mcp",
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--upstream-url",
+            &url,
+            "--upstream-allow-internal",
+        ],
+    ));
+    assert_eq!(direct, gated, "stdio to an HTTP upstream");
+    assert_eq!(bad["error"]["data"]["reason_code"], "SCHEMA_INVALID");
 }
 
 #[test]
@@ -523,16 +541,53 @@ fn sessions_are_bounded_and_each_has_its_own_server() {
     assert_ne!(one, two);
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}});
+    // Both in use (someone listens on each): no room.
+    let listen = |sid: &str| {
+        let mut c = send(
+            a,
+            "GET",
+            "/mcp",
+            &[("Accept", "text/event-stream"), ("Mcp-Session-Id", sid)],
+            "",
+        );
+        assert!(read_until(&mut c, "\r\n\r\n").starts_with("HTTP/1.1 200"));
+        c
+    };
+    let l1 = listen(&one);
+    let l2 = listen(&two);
     let r = http(a, "POST", "/mcp", &[CT, JSON_SSE], &init.to_string());
     assert_eq!(r.status, 503, "{r:?}");
     assert!(r.body.contains("at most 2 sessions"), "{}", r.body);
-    // Ending one makes room.
-    assert_eq!(
-        http(a, "DELETE", "/mcp", &[("Mcp-Session-Id", &one)], "").status,
-        200
+    // Once `one` is idle, it is the longest unused: a new session takes its place, and its
+    // client learns it ended (404).
+    drop(l1);
+    let started = Instant::now();
+    let three = loop {
+        let r = http(a, "POST", "/mcp", &[CT, JSON_SSE], &init.to_string());
+        if r.status == 200 {
+            break r.headers["mcp-session-id"].clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{r:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, ("Mcp-Session-Id", &one)],
+        ping,
     );
-    let r = http(a, "POST", "/mcp", &[CT, JSON_SSE], &init.to_string());
+    assert_eq!(r.status, 404, "{r:?}");
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, ("Mcp-Session-Id", &three)],
+        ping,
+    );
     assert_eq!(r.status, 200, "{r:?}");
+    drop(l2);
     // A blocked call is refused in the session it was made in, with the decision.
     let call = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{
         "name":"echo","arguments":{"message":"AKIAZ7KDPQXL4MWN3BVC"}}});
@@ -562,10 +617,6 @@ fn sessions_are_bounded_and_each_has_its_own_server() {
 }
 
 /// Runs the conformance suite's server scenarios against `url`; check → status.
-fn conformance_run(url: &str) -> BTreeMap<String, String> {
-    conformance_with(&conformance(), url, &[])
-}
-
 fn conformance_with(suite: &Path, url: &str, extra: &[&str]) -> BTreeMap<String, String> {
     let out = scratch();
     let o = Command::new(node22())
@@ -618,59 +669,256 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// `server-everything` serving Streamable HTTP on a free loopback port.
+struct HttpServer {
+    child: Child,
+    port: u16,
+}
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let server = node_server("server-everything");
+        let port = free_port();
+        let child = Command::new("node")
+            .arg(&server)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the reference server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        HttpServer { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn passed(m: &BTreeMap<String, String>) -> usize {
+    m.values().filter(|s| *s == "SUCCESS").count()
+}
+
+/// Checks that passed in `direct` and not in `gated`.
+fn lost(direct: &BTreeMap<String, String>, gated: &BTreeMap<String, String>) -> Vec<String> {
+    direct
+        .iter()
+        .filter(|(k, s)| *s == "SUCCESS" && gated.get(*k).map(String::as_str) != Some("SUCCESS"))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 #[test]
 fn the_conformance_suite_scores_no_lower_through_the_gateway() {
-    let server = node_server("server-everything");
-    let port = free_port();
-    let mut direct_server = Command::new("node")
-        .arg(&server)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let upstream = HttpServer::start();
+    let state = scratch();
+    // The gateway in front of a stdio child, and in front of the same server over HTTP.
+    let child = everything(&state, &[]);
+    let remote = HttpGateway::start(
+        &scratch(),
+        &[
+            "--upstream-url",
+            &upstream.url(),
+            "--upstream-allow-internal",
+        ],
+        &[],
+    );
+    for (suite, name) in [
+        (conformance(), "0.1.16"),
+        (conformance_2026(), "0.2.0-alpha.12"),
+    ] {
+        let direct = conformance_with(&suite, &upstream.url(), &[]);
+        for (gw, how) in [(&child, "stdio child"), (&remote, "HTTP upstream")] {
+            let gated = conformance_with(&suite, &gw.url(), &[]);
+            eprintln!(
+                "conformance {name}: direct {}/{} checks, through the gateway ({how}) {}/{}",
+                passed(&direct),
+                direct.len(),
+                passed(&gated),
+                gated.len()
+            );
+            let lost = lost(&direct, &gated);
+            assert!(
+                lost.is_empty(),
+                "{name}, {how}: checks lost: {lost:?}\n{gated:?}"
+            );
+            assert!(passed(&gated) > passed(&direct), "{name}, {how}");
+            // What the gateway adds: the DNS-rebinding protection the reference server lacks.
+            assert_eq!(
+                gated
+                    .get("dns-rebinding-protection/localhost-host-rebinding-rejected")
+                    .map(String::as_str),
+                Some("SUCCESS")
+            );
+        }
+    }
+}
+
+#[test]
+fn a_remote_server_gets_no_client_credentials_and_internal_ones_need_permission() {
+    use sha2::{Digest, Sha256};
+    let dir = scratch();
+    let port_file = dir.join("port");
+    let record = dir.join("record.jsonl");
+    let mut upstream = Command::new(python())
+        .arg(peers_dir().join("recording_http_server.py"))
+        .args([&port_file, &record])
         .spawn()
         .unwrap();
     let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    let port = loop {
+        if let Ok(p) = std::fs::read_to_string(&port_file) {
+            break p;
+        }
         assert!(
             started.elapsed() < Duration::from_secs(20),
-            "the reference server did not start"
+            "the recorder did not start"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    // Internal upstreams are refused unless allowed; cloud metadata always.
+    for (target, extra) in [
+        (url.as_str(), None),
+        (
+            "http://169.254.169.254/mcp",
+            Some("--upstream-allow-internal"),
+        ),
+    ] {
+        let mut args = vec![
+            "mcp",
+            "--state-dir",
+            dir.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream-url",
+            target,
+        ];
+        args.extend(extra);
+        let o = Command::new(BIN).args(&args).output().unwrap();
+        assert!(!o.status.success());
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("internal address"),
+            "{o:?}"
+        );
     }
-    let direct = conformance_run(&format!("http://127.0.0.1:{port}/mcp"));
-    let _ = direct_server.kill();
-    let _ = direct_server.wait();
-
-    let state = scratch();
-    let gw = everything(&state, &[]);
-    let gated = conformance_run(&gw.url());
-
-    let passed = |m: &BTreeMap<String, String>| m.values().filter(|s| *s == "SUCCESS").count();
-    eprintln!(
-        "conformance: direct {}/{} checks, through the gateway {}/{}",
-        passed(&direct),
-        direct.len(),
-        passed(&gated),
-        gated.len()
-    );
-    let lost: Vec<&String> = direct
+    let policy = dir.join("policy.yaml");
+    let digest: String = Sha256::digest(b"client-token")
         .iter()
-        .filter(|(k, s)| *s == "SUCCESS" && gated.get(*k).map(String::as_str) != Some("SUCCESS"))
-        .map(|(k, _)| k)
+        .map(|b| format!("{b:02x}"))
         .collect();
-    assert!(
-        lost.is_empty(),
-        "checks lost through the gateway: {lost:?}\n{gated:?}"
+    std::fs::write(
+        &policy,
+        format!("version: 1\nname: t\nidentities:\n  bearer_tokens:\n    - {{ name: c, sha256: {digest} }}\n"),
+    )
+    .unwrap();
+    let gw = HttpGateway::start(
+        &dir,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--upstream-url",
+            &url,
+            "--upstream-allow-internal",
+        ],
+        &[],
     );
-    assert!(passed(&gated) >= passed(&direct));
-    // What the gateway adds: DNS-rebinding protection the reference server lacks.
+    let a = gw.addr.as_str();
+    let auth = ("Authorization", "Bearer client-token");
+    let cookie = ("Cookie", "session=client-cookie");
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}});
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, auth, cookie],
+        &init.to_string(),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let sid = r.headers["mcp-session-id"].clone();
+    let s = ("Mcp-Session-Id", sid.as_str());
+    let v = ("MCP-Protocol-Version", "2025-06-18");
+    assert_ne!(
+        sid, "recorded-session-1",
+        "the upstream's session id is the gateway's to keep"
+    );
+    let n = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, auth, s, v],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(n.status, 202);
+    let list = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, auth, s, v],
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
     assert_eq!(
-        gated
-            .get("dns-rebinding-protection/localhost-host-rebinding-rejected")
-            .map(String::as_str),
-        Some("SUCCESS")
+        list.messages().last().unwrap()["result"]["tools"][0]["name"],
+        "whoami"
     );
+    let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}});
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, auth, cookie, s, v],
+        &call.to_string(),
+    );
+    assert_eq!(
+        r.messages().last().unwrap()["result"]["content"][0]["text"],
+        "hello",
+        "{r:?}"
+    );
+    assert_eq!(http(a, "DELETE", "/mcp", &[auth, s, v], "").status, 200);
+    std::thread::sleep(Duration::from_millis(500));
+    let seen = std::fs::read_to_string(&record).unwrap();
+    let requests: Vec<Value> = seen
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(requests.len() >= 4, "{seen}");
+    for r in &requests {
+        let h = r["headers"].as_object().unwrap();
+        assert!(
+            !h.contains_key("authorization"),
+            "the client's token went upstream: {r}"
+        );
+        assert!(!h.contains_key("cookie"), "{r}");
+        assert!(!seen.contains("client-token"), "{seen}");
+    }
+    // The upstream's own session id and version were used after initialize, and the
+    // session was ended upstream when the client ended it.
+    assert!(
+        requests
+            .iter()
+            .skip(1)
+            .all(|r| r["headers"]["mcp-session-id"] == "recorded-session-1"),
+        "{seen}"
+    );
+    assert!(requests.iter().any(|r| r["method"] == "DELETE"), "{seen}");
+    let _ = upstream.kill();
+    let _ = upstream.wait();
 }
 
 fn stateless_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {

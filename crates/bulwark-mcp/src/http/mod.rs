@@ -72,14 +72,38 @@ impl Connector for StdioConnector {
     fn open(&self, session: &str, principal: &Principal) -> Result<Link, String> {
         let gateway = (self.gateway)(session, principal)?;
         let child = stdio::spawn(&self.command).map_err(|e| e.to_string())?;
-        let (ours, theirs) = tokio::io::duplex(64 * 1024);
-        let (read, write) = tokio::io::split(theirs);
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(stdio::relay(gateway, child, read, write, async move {
-            let _ = stopped.await;
-        }));
-        Ok(Link { io: ours, stop })
+        Ok(link(gateway, stdio::Server::Child(child)))
     }
+}
+
+/// A session of a remote Streamable HTTP server per client session, each behind its own
+/// gateway core.
+pub struct RemoteConnector {
+    /// The server.
+    pub remote: crate::remote::Remote,
+    /// Makes the gateway core for a session id.
+    pub gateway: MakeGateway,
+    /// Where the remote client's notes go.
+    pub log: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Connector for RemoteConnector {
+    fn open(&self, session: &str, principal: &Principal) -> Result<Link, String> {
+        let gateway = (self.gateway)(session, principal)?;
+        let pipe = self.remote.connect(Arc::clone(&self.log));
+        Ok(link(gateway, stdio::Server::Pipe(pipe)))
+    }
+}
+
+/// Runs the gateway core between `server` and a new pipe, and returns the pipe's far end.
+fn link(gateway: Arc<Gateway>, server: stdio::Server) -> Link {
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(theirs);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(stdio::relay(gateway, server, read, write, async move {
+        let _ = stopped.await;
+    }));
+    Link { io: ours, stop }
 }
 
 /// How the front behaves.
@@ -203,6 +227,29 @@ impl HttpFront {
         }
         if self.session_count() >= self.config.max_sessions {
             self.reap();
+            // Clients that go away without DELETE leave sessions behind: the one unused
+            // longest, with nothing in progress and nobody listening, makes room (its client,
+            // should it come back, gets 404 and initializes again).
+            if self.session_count() >= self.config.max_sessions {
+                let idle = self
+                    .sessions()
+                    .values()
+                    .filter(|s| {
+                        s.wire != Wire::LegacySse
+                            && s.streams().in_progress() == 0
+                            && !s.streams().listening()
+                    })
+                    .min_by_key(|s| s.last_seen())
+                    .cloned();
+                if let Some(s) = idle {
+                    (self.log)(&format!(
+                        "session {} ended to make room (the longest unused)",
+                        id_digest(&s.id)
+                    ));
+                    s.stop();
+                    self.sessions().remove(&s.id);
+                }
+            }
             if self.session_count() >= self.config.max_sessions {
                 return Err(reject(
                     StatusCode::SERVICE_UNAVAILABLE,

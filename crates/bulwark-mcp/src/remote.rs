@@ -1,0 +1,480 @@
+//! A remote MCP server over Streamable HTTP, seen by the gateway as a pipe of
+//! newline-delimited JSON-RPC (a [`Pipe`]), the same as a child's stdin and stdout.
+//!
+//! Connections go through an SSRF-safe connector: the upstream's name is resolved by the
+//! gateway, every address is classified, internal ones are refused unless the operator
+//! allowed them (cloud metadata never), and the connection goes to a checked address, so
+//! DNS rebinding cannot swap it. Redirects are not followed. Nothing of the client's HTTP
+//! request (its bearer token, its headers) is sent upstream: the gateway makes its own.
+//!
+//! Each message is one POST; its answer (JSON, or an SSE stream read to its end) comes back
+//! as lines. POSTs are sent in order (each waits for its response headers), their bodies
+//! read concurrently, so a slow tool call holds nothing else up. A request the upstream
+//! refuses or cannot be reached for is answered with a JSON-RPC error, never silence.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bulwark_net::HostClass;
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::sync::{Semaphore, mpsc};
+
+use crate::frame::{self, Frame};
+use crate::jsonrpc::{self, Kind};
+use crate::stdio::{MAX_FRAME, Pipe};
+
+/// POST bodies being read at once, per upstream session.
+const MAX_IN_FLIGHT: usize = 64;
+
+/// Why an upstream URL cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// Not an http(s) URL.
+    #[error("upstream URL {0:?} is not an http:// or https:// URL")]
+    Url(String),
+    /// Its host is internal and internal upstreams were not allowed.
+    #[error(
+        "upstream {0} is {1} (an internal address); pass --upstream-allow-internal if that is intended"
+    )]
+    Internal(String, &'static str),
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// Whether an address may be connected to.
+fn allowed(ip: std::net::IpAddr, allow_internal: bool) -> Result<(), HostClass> {
+    let class = bulwark_net::class::classify_ip(ip);
+    if !class.is_internal() || (allow_internal && class != HostClass::Metadata) {
+        Ok(())
+    } else {
+        Err(class)
+    }
+}
+
+/// Resolves names itself and drops addresses the gateway may not connect to.
+struct GuardedResolver {
+    allow_internal: bool,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow_internal = self.allow_internal;
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let ok: Vec<SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|a| allowed(a.ip().to_canonical(), allow_internal).is_ok())
+                .collect();
+            if ok.is_empty() {
+                return Err(format!(
+                    "{host} resolves only to addresses the gateway may not connect to ({found:?})"
+                )
+                .into());
+            }
+            Ok(Box::new(ok.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// Where and how to reach a remote server.
+#[derive(Clone)]
+pub struct Remote {
+    url: reqwest::Url,
+    client: reqwest::Client,
+}
+
+impl Remote {
+    /// Checks `url` and builds the guarded client. Internal addresses (loopback, private
+    /// ranges) are refused unless `allow_internal`; cloud metadata always.
+    pub fn new(url: &str, allow_internal: bool, timeout: Duration) -> Result<Remote, RemoteError> {
+        let parsed = reqwest::Url::parse(url).map_err(|_| RemoteError::Url(url.to_string()))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(RemoteError::Url(url.to_string()));
+        }
+        // An address literal never reaches the resolver: check it here.
+        let ip = match parsed.host() {
+            Some(url::Host::Ipv4(a)) => Some(std::net::IpAddr::V4(a)),
+            Some(url::Host::Ipv6(a)) => Some(std::net::IpAddr::V6(a)),
+            Some(url::Host::Domain(_)) => None,
+            None => return Err(RemoteError::Url(url.to_string())),
+        };
+        if let Some(ip) = ip
+            && let Err(class) = allowed(ip.to_canonical(), allow_internal)
+        {
+            return Err(RemoteError::Internal(url.to_string(), class.as_str()));
+        }
+        // A ring provider for rustls, once per process (a second install is refused, which is
+        // fine: one is there).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .dns_resolver(Arc::new(GuardedResolver { allow_internal }))
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(timeout)
+            .build()
+            .map_err(|e| RemoteError::Client(e.to_string()))?;
+        Ok(Remote {
+            url: parsed,
+            client,
+        })
+    }
+
+    /// Opens one upstream session: a pipe the gateway core talks to.
+    pub fn connect(&self, log: Arc<dyn Fn(&str) + Send + Sync>) -> Pipe {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let (read, mut write) = tokio::io::split(ours);
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+        // One writer of lines back to the gateway.
+        let writer = tokio::spawn(async move {
+            while let Some(mut l) = rx.recv().await {
+                l.push(b'\n');
+                if write.write_all(&l).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let remote = self.clone();
+        let task = tokio::spawn(async move {
+            let state = Arc::new(Upstream {
+                remote,
+                session: Mutex::new(None),
+                version: Mutex::new(None),
+                lines: tx,
+                log,
+                in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            });
+            let mut reader = BufReader::new(read);
+            let mut listening = false;
+            loop {
+                let line = match frame::read(&mut reader, MAX_FRAME).await {
+                    Ok(Frame::Line(l)) => l,
+                    Ok(Frame::Oversized(_)) => continue,
+                    Ok(Frame::Eof) | Err(_) => break,
+                };
+                let Ok((msg, kind)) = jsonrpc::parse(&line) else {
+                    continue;
+                };
+                Arc::clone(&state).post(msg, kind).await;
+                if !listening && state.session().is_some() {
+                    listening = true;
+                    tokio::spawn(Arc::clone(&state).listen());
+                }
+            }
+            state.end().await;
+            drop(state);
+            let _ = writer.await;
+        });
+        let (out_read, out_write) = tokio::io::split(theirs);
+        Pipe {
+            input: Box::new(out_write),
+            output: Box::new(out_read),
+            task,
+        }
+    }
+}
+
+struct Upstream {
+    remote: Remote,
+    session: Mutex<Option<String>>,
+    version: Mutex<Option<String>>,
+    lines: mpsc::Sender<Vec<u8>>,
+    log: Arc<dyn Fn(&str) + Send + Sync>,
+    in_flight: Arc<Semaphore>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+impl Upstream {
+    fn session(&self) -> Option<String> {
+        lock(&self.session).clone()
+    }
+
+    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut r = self
+            .remote
+            .client
+            .request(method, self.remote.url.clone())
+            .header("accept", "application/json, text/event-stream");
+        if let Some(s) = self.session() {
+            r = r.header("mcp-session-id", s);
+        }
+        if let Some(v) = lock(&self.version).clone() {
+            r = r.header("mcp-protocol-version", v);
+        }
+        r
+    }
+
+    async fn emit(&self, v: &Value) {
+        let _ = self.lines.send(v.to_string().into_bytes()).await;
+    }
+
+    /// Answers request `id` with an error, when there is a request to answer.
+    async fn fail(&self, id: Option<&Value>, why: String) {
+        (self.log)(&why);
+        if let Some(id) = id {
+            self.emit(&jsonrpc::error(id, jsonrpc::INTERNAL_ERROR, &why, None))
+                .await;
+        }
+    }
+
+    async fn post(self: Arc<Self>, msg: Value, kind: Kind) {
+        let (id, initialize) = match &kind {
+            Kind::Request { id, method } => (Some(id.clone()), method == "initialize"),
+            _ => (None, false),
+        };
+        let sent = self
+            .request(reqwest::Method::POST)
+            .header("content-type", "application/json")
+            .body(msg.to_string())
+            .send()
+            .await;
+        let resp = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                return self
+                    .fail(
+                        id.as_ref(),
+                        format!("the upstream server cannot be reached: {e}"),
+                    )
+                    .await;
+            }
+        };
+        let status = resp.status();
+        if initialize
+            && let Some(s) = resp
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+        {
+            *lock(&self.session) = Some(s.to_string());
+        }
+        if !status.is_success() {
+            let body = resp.text().await.unwrap_or_default();
+            let answered = serde_json::from_str::<Value>(&body)
+                .ok()
+                .filter(|v| id.is_some() && v.get("id") == id.as_ref() && v.get("error").is_some());
+            return match answered {
+                // The upstream's own JSON-RPC error for this request: passed on as it is.
+                Some(v) => self.emit(&v).await,
+                None => {
+                    let snippet: String = body.chars().take(200).collect();
+                    self.fail(
+                        id.as_ref(),
+                        format!("the upstream server answered HTTP {status}: {snippet}"),
+                    )
+                    .await
+                }
+            };
+        }
+        if id.is_none() {
+            return;
+        }
+        let sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let Ok(permit) = Arc::clone(&self.in_flight).acquire_owned().await else {
+            return;
+        };
+        // The body is read on its own, so the next message is not held up by this one.
+        tokio::spawn(async move {
+            let _permit = permit;
+            let answered = if sse {
+                self.read_events(resp, initialize).await
+            } else {
+                match read_limited(resp).await {
+                    Some(v) => {
+                        self.note_version(&v, initialize);
+                        let ok = v.get("id") == id.as_ref();
+                        self.emit(&v).await;
+                        ok
+                    }
+                    None => false,
+                }
+            };
+            if !answered {
+                self.fail(
+                    id.as_ref(),
+                    "the upstream server ended its answer without answering".into(),
+                )
+                .await;
+            }
+        });
+    }
+
+    fn note_version(&self, v: &Value, initialize: bool) {
+        if initialize
+            && let Some(ver) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
+        {
+            *lock(&self.version) = Some(ver.to_string());
+        }
+    }
+
+    /// Reads an SSE body to its end, emitting every message. Whether an answer (a response)
+    /// was among them.
+    async fn read_events(&self, resp: reqwest::Response, initialize: bool) -> bool {
+        let mut answered = false;
+        let mut events = Events::default();
+        let mut body = resp.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            let Ok(chunk) = chunk else { break };
+            for data in events.feed(&chunk) {
+                let Ok(v) = serde_json::from_str::<Value>(&data) else {
+                    continue;
+                };
+                self.note_version(&v, initialize);
+                answered |= matches!(jsonrpc::classify(&v), Ok(Kind::Response { .. }));
+                self.emit(&v).await;
+            }
+            if events.overflowed {
+                (self.log)("the upstream sent an SSE event over the size limit; stream dropped");
+                break;
+            }
+        }
+        answered
+    }
+
+    /// The session's GET stream, for messages the server sends on its own; a server that
+    /// has none answers 405, which is fine.
+    async fn listen(self: Arc<Self>) {
+        let Ok(resp) = self
+            .request(reqwest::Method::GET)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+        else {
+            return;
+        };
+        if resp.status().is_success() {
+            self.read_events(resp, false).await;
+        }
+    }
+
+    /// Ends the upstream session (DELETE), best effort.
+    async fn end(&self) {
+        if self.session().is_some() {
+            let _ = tokio::time::timeout(
+                Duration::from_secs(2),
+                self.request(reqwest::Method::DELETE).send(),
+            )
+            .await;
+        }
+    }
+}
+
+/// A JSON body of at most [`MAX_FRAME`] bytes.
+async fn read_limited(resp: reqwest::Response) -> Option<Value> {
+    let mut buf = Vec::new();
+    let mut body = resp.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.ok()?;
+        if buf.len() + chunk.len() > MAX_FRAME {
+            return None;
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&buf).ok()
+}
+
+/// An incremental SSE parser: `data:` lines joined per event, events of at most
+/// [`MAX_FRAME`] bytes.
+#[derive(Default)]
+struct Events {
+    line: Vec<u8>,
+    data: String,
+    overflowed: bool,
+}
+
+impl Events {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        for &b in bytes {
+            if b != b'\n' {
+                if self.line.len() > MAX_FRAME {
+                    self.overflowed = true;
+                    return out;
+                }
+                self.line.push(b);
+                continue;
+            }
+            let mut line = std::mem::take(&mut self.line);
+            if line.ends_with(b"\r") {
+                line.pop();
+            }
+            if line.is_empty() {
+                if !self.data.is_empty() {
+                    out.push(std::mem::take(&mut self.data));
+                }
+                continue;
+            }
+            let text = String::from_utf8_lossy(&line);
+            if let Some(rest) = text.strip_prefix("data:") {
+                if !self.data.is_empty() {
+                    self.data.push('\n');
+                }
+                self.data.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+                if self.data.len() > MAX_FRAME {
+                    self.overflowed = true;
+                    return out;
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_events_split_anywhere() {
+        let text = b"id: 1\nevent: message\ndata: {\"a\":1}\n\n: comment\n\ndata: {\"b\":\ndata: 2}\r\n\r\n";
+        for cut in 0..text.len() {
+            let mut e = Events::default();
+            let mut got = e.feed(&text[..cut]);
+            got.extend(e.feed(&text[cut..]));
+            assert_eq!(
+                got,
+                vec!["{\"a\":1}".to_string(), "{\"b\":\n2}".to_string()],
+                "cut {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn internal_upstreams_need_permission_and_metadata_never() {
+        let t = Duration::from_secs(5);
+        assert!(matches!(
+            Remote::new("http://127.0.0.1:9/mcp", false, t),
+            Err(RemoteError::Internal(..))
+        ));
+        assert!(Remote::new("http://127.0.0.1:9/mcp", true, t).is_ok());
+        assert!(matches!(
+            Remote::new("http://169.254.169.254/mcp", true, t),
+            Err(RemoteError::Internal(..))
+        ));
+        assert!(matches!(
+            Remote::new("http://[::ffff:10.0.0.1]/mcp", false, t),
+            Err(RemoteError::Internal(..))
+        ));
+        assert!(matches!(
+            Remote::new("file:///etc/passwd", true, t),
+            Err(RemoteError::Url(_))
+        ));
+    }
+}
