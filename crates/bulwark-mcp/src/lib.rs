@@ -7,6 +7,7 @@
 //! assert!(matches!(kind, Kind::Notification { .. }));
 //! ```
 
+pub mod aggregate;
 pub mod enforce;
 pub mod frame;
 pub mod gateway;

@@ -241,6 +241,50 @@ pub(crate) fn compile(
         },
         env: raw.mcp.env.clone(),
     };
+    let mut servers = Vec::new();
+    for (name, entry) in &raw.servers {
+        let e = &entry.value;
+        let valid_name = !name.is_empty()
+            && name.len() <= 32
+            && !name.contains("__")
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid_name {
+            issues.at(
+                entry.referenced,
+                format!(
+                    "server name {name:?}: use 1-32 letters, digits, '-' or '_' (no \"__\"): it prefixes tool names"
+                ),
+            );
+            continue;
+        }
+        let upstream = match (&e.command, &e.url) {
+            (Some(argv), None) if !argv.is_empty() => ServerUpstream::Command {
+                argv: argv.clone(),
+                env: e.env.clone(),
+            },
+            (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
+                ServerUpstream::Url {
+                    url: url.clone(),
+                    allow_internal: e.allow_internal,
+                }
+            }
+            _ => {
+                issues.at(
+                    entry.referenced,
+                    format!(
+                        "server {name:?}: give either command (a non-empty list) or url (http:// or https://)"
+                    ),
+                );
+                continue;
+            }
+        };
+        servers.push(ServerSpec {
+            name: name.clone(),
+            upstream,
+        });
+    }
     let audit = AuditPolicy {
         enabled: raw.audit.enabled,
         path: raw.audit.path.clone(),
@@ -293,6 +337,7 @@ pub(crate) fn compile(
         approvals,
         pinning,
         mcp,
+        servers,
         audit,
         fleet,
         packs: packs.iter().map(|p| p.name.clone()).collect(),

@@ -59,6 +59,8 @@ pub struct Policy {
     pub pinning: PinningPolicy,
     /// The MCP gateway.
     pub mcp: McpPolicy,
+    /// Aggregated MCP servers, by name.
+    pub servers: Vec<ServerSpec>,
     /// Audit.
     pub audit: AuditPolicy,
     /// Fleet, when configured.
@@ -663,6 +665,34 @@ pub struct McpPolicy {
     pub request_timeout_ms: u64,
     /// Extra environment variables passed to stdio servers.
     pub env: Vec<String>,
+}
+
+/// One aggregated MCP server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// Its name: the prefix of its tools (`NAME__tool`) and its pin identity.
+    pub name: String,
+    /// How it is reached.
+    pub upstream: ServerUpstream,
+}
+
+/// How an aggregated server is reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerUpstream {
+    /// A child process.
+    Command {
+        /// Program and arguments.
+        argv: Vec<String>,
+        /// Extra environment variables.
+        env: Vec<String>,
+    },
+    /// Streamable HTTP.
+    Url {
+        /// The endpoint.
+        url: String,
+        /// Whether an internal address is allowed.
+        allow_internal: bool,
+    },
 }
 
 /// Audit.

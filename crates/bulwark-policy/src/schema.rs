@@ -73,6 +73,10 @@ pub struct PolicyFile {
     /// The MCP gateway.
     #[serde(default)]
     pub mcp: Mcp,
+    /// MCP servers the gateway aggregates behind one endpoint, by name (the prefix of
+    /// their tools' and prompts' names).
+    #[serde(default)]
+    pub servers: BTreeMap<String, Spanned<ServerEntry>>,
     /// The audit record.
     #[serde(default)]
     pub audit: Audit,
@@ -620,6 +624,22 @@ pub struct Mcp {
     /// How long a forwarded request may wait for the server (default 300 s).
     pub request_timeout_secs: Option<Spanned<u64>>,
     /// Environment variables passed to stdio servers besides the built-in allowlist.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+/// One aggregated MCP server: a command (stdio) or a URL (Streamable HTTP).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerEntry {
+    /// A stdio server: program and arguments.
+    pub command: Option<Vec<String>>,
+    /// A remote Streamable HTTP server.
+    pub url: Option<String>,
+    /// Allow `url` to be an internal address (loopback, private ranges; never metadata).
+    #[serde(default)]
+    pub allow_internal: bool,
+    /// Environment variables for the command, besides the allowlist and `mcp.env`.
     #[serde(default)]
     pub env: Vec<String>,
 }

@@ -210,12 +210,9 @@ pub struct McpArgs {
     /// stay refused).
     #[arg(long, requires = "upstream_url")]
     pub upstream_allow_internal: bool,
-    /// The server to run, after `--`.
-    #[arg(
-        last = true,
-        required_unless_present = "upstream_url",
-        value_name = "COMMAND"
-    )]
+    /// The server to run, after `--`. Without one (and without --upstream-url), the
+    /// policy's `servers:` are aggregated: their tools offered as SERVER__TOOL.
+    #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
 }
 

@@ -33,6 +33,18 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         });
     let mut env = args.env.clone();
     env.extend(policy.mcp.env.iter().cloned());
+    let servers = policy.servers.clone();
+    if args.command.is_empty() && args.upstream_url.is_none() && servers.is_empty() {
+        bail!(
+            "no server: give a command after --, an --upstream-url, or a servers: section in the policy (docs/mcp.md)"
+        );
+    }
+    let aggregated = args.command.is_empty() && args.upstream_url.is_none();
+    let identity = if aggregated && args.name.is_none() {
+        "servers".to_string()
+    } else {
+        identity
+    };
     let callers = identities(&policy)?;
     let engine = Arc::new(SharedEngine::new(policy));
     engine.warm_up();
@@ -46,8 +58,21 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
             identity,
             env,
             audit,
+            servers: if aggregated { servers } else { Vec::new() },
         };
         return run_http(args, listen, shared);
+    }
+    if aggregated {
+        let shared = Shared {
+            engine,
+            callers,
+            pins_dir,
+            identity,
+            env,
+            audit,
+            servers,
+        };
+        return run_stdio_aggregate(args, shared);
     }
     let closer = audit.clone();
     let started = std::time::SystemTime::now()
@@ -321,9 +346,7 @@ pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
     }
 }
 
-/// `bulwark mcp --listen ADDR -- CMD`: the Streamable HTTP front, a server process per
-/// client session.
-/// What the HTTP front is built from.
+/// What the fronts are built from.
 struct Shared {
     engine: Arc<SharedEngine>,
     callers: bulwark_mcp::http::identity::Identity,
@@ -331,20 +354,213 @@ struct Shared {
     identity: String,
     env: Vec<String>,
     audit: Option<Arc<bulwark_audit::AuditLog>>,
+    /// The policy's servers, when they are aggregated.
+    servers: Vec<bulwark_policy::ServerSpec>,
 }
 
+type MakeGateway =
+    Arc<dyn Fn(&str, &Principal, &str) -> std::result::Result<Arc<Gateway>, String> + Send + Sync>;
+
+/// Makes a gateway core for (client session, caller, server name), with one pin file per
+/// server shared by every session: a listing saved by one is not taken by the others for an
+/// operator's change (which would clear their withheld tools).
+fn gateway_maker(
+    shared: &Shared,
+    names: &[String],
+    front: &'static str,
+    metrics: Option<Arc<bulwark_audit::metrics::Metrics>>,
+) -> Result<MakeGateway> {
+    let mut pins = std::collections::HashMap::new();
+    for n in names {
+        pins.insert(n.clone(), PinFile::open(&shared.pins_dir, n)?);
+    }
+    let (engine, audit) = (Arc::clone(&shared.engine), shared.audit.clone());
+    Ok(Arc::new(
+        move |session: &str, caller: &Principal, server: &str| {
+            let pins = pins
+                .get(server)
+                .cloned()
+                .ok_or_else(|| format!("no pins for server {server:?}"))?;
+            let digest = bulwark_mcp::http::id_digest(session);
+            let config = Config {
+                server: server.to_string(),
+                // Not the session id itself: that is a credential, and audit records are read
+                // by more people than hold it. Every server of one client session shares it,
+                // so taint from one server's result counts against calls to another.
+                session: format!("mcp:{front}:{digest}"),
+                principal: Principal {
+                    id: Some(caller.id.clone().unwrap_or_else(|| format!("mcp:{front}"))),
+                    verified: caller.verified,
+                },
+                max_pending: MAX_PENDING,
+            };
+            let log_name = format!("{server} {digest}");
+            let g = Gateway::new(
+                Arc::clone(&engine),
+                config,
+                Some(pins),
+                audit.clone(),
+                Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
+            )
+            .map_err(|e| format!("cannot load the pins: {e}"))?;
+            Ok(Arc::new(match &metrics {
+                Some(m) => g.with_metrics(Arc::clone(m)),
+                None => g,
+            }))
+        },
+    ))
+}
+
+/// The policy's servers, ready to open per client session.
+fn aggregate_connector(
+    shared: &Shared,
+    make: MakeGateway,
+) -> Result<bulwark_mcp::aggregate::AggregateConnector> {
+    use bulwark_mcp::aggregate::{AggregateConnector, Upstream};
+    use bulwark_policy::ServerUpstream;
+    let mut servers = Vec::new();
+    for s in &shared.servers {
+        let upstream = match &s.upstream {
+            ServerUpstream::Command { argv, env } => {
+                let mut all = shared.env.clone();
+                all.extend(env.iter().cloned());
+                Upstream::Command(ServerCommand {
+                    argv: argv.iter().map(std::ffi::OsString::from).collect(),
+                    env: all,
+                })
+            }
+            ServerUpstream::Url {
+                url,
+                allow_internal,
+            } => Upstream::Remote(
+                bulwark_mcp::remote::Remote::new(
+                    url,
+                    *allow_internal,
+                    std::time::Duration::from_secs(3600),
+                )
+                .with_context(|| format!("server {}", s.name))?,
+            ),
+        };
+        servers.push((s.name.clone(), upstream));
+    }
+    Ok(AggregateConnector {
+        servers,
+        gateway: Box::new(move |s, p, n| make(s, p, n)),
+        log: Arc::new(|line: &str| eprintln!("bulwark mcp [servers]: {line}")),
+    })
+}
+
+/// `bulwark mcp` with the policy's `servers:` on stdio: one client, every server.
+fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
+    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
+    let names: Vec<String> = shared.servers.iter().map(|s| s.name.clone()).collect();
+    let make = gateway_maker(
+        &shared,
+        &names,
+        "stdio",
+        args.admin.as_ref().map(|_| Arc::clone(&metrics)),
+    )?;
+    let connector = aggregate_connector(&shared, make)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    let closer = shared.audit.clone();
+    let audit = shared.audit.clone();
+    runtime.block_on(async move {
+        if let Some(addr) = &args.admin {
+            let at = crate::admin::serve(addr, "mcp", metrics, audit).await?;
+            eprintln!("bulwark mcp [servers]: metrics at http://{at}/metrics");
+        }
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        let session = format!("{}:{started}", std::process::id());
+        let caller = Principal {
+            id: Some("mcp:stdio".into()),
+            verified: false,
+        };
+        let link = connector
+            .open_all(&session, &caller)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let (mut from, mut to) = tokio::io::split(link.io);
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        let upward = async {
+            let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut to).await;
+            let _ = tokio::io::AsyncWriteExt::shutdown(&mut to).await;
+            // The client is done sending; what is on its way to it still goes out.
+            std::future::pending::<()>().await;
+        };
+        let downward = async {
+            let mut out = tokio::io::stdout();
+            let _ = tokio::io::copy(&mut from, &mut out).await;
+            let _ = tokio::io::AsyncWriteExt::flush(&mut out).await;
+        };
+        let code = tokio::select! {
+            _ = upward => ExitCode::SUCCESS,
+            _ = downward => ExitCode::SUCCESS,
+            _ = term.recv() => ExitCode::from(130),
+            _ = int.recv() => ExitCode::from(130),
+        };
+        let _ = link.stop.send(());
+        // Each server's process group gets its SIGTERM grace (2 s).
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        if let Some(a) = closer
+            && let Err(e) = a.close()
+        {
+            eprintln!("bulwark mcp [servers]: {e}");
+        }
+        Ok(code)
+    })
+}
+
+/// `bulwark mcp --listen ADDR …`: the Streamable HTTP front, a server (or the policy's
+/// servers) per client session.
 fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
-    let Shared {
-        engine,
-        callers,
-        pins_dir,
-        identity,
-        env,
-        audit,
-    } = shared;
     use bulwark_mcp::http::guard::{Guard, LOOPBACK_HOSTS};
     use bulwark_mcp::http::{HttpConfig, HttpFront, RemoteConnector, StdioConnector};
 
+    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
+    let counted = args.admin.as_ref().map(|_| Arc::clone(&metrics));
+    let connector: Box<dyn bulwark_mcp::http::Connector> = if !shared.servers.is_empty() {
+        let names: Vec<String> = shared.servers.iter().map(|s| s.name.clone()).collect();
+        let make = gateway_maker(&shared, &names, "http", counted)?;
+        Box::new(aggregate_connector(&shared, make)?)
+    } else {
+        let make = gateway_maker(
+            &shared,
+            std::slice::from_ref(&shared.identity),
+            "http",
+            counted,
+        )?;
+        let name = shared.identity.clone();
+        let gateway: bulwark_mcp::http::MakeGateway = Box::new(move |s, p| make(s, p, &name));
+        match &args.upstream_url {
+            Some(url) => {
+                let name = shared.identity.clone();
+                Box::new(RemoteConnector {
+                    remote: remote(args, url)?,
+                    gateway,
+                    log: Arc::new(move |line: &str| eprintln!("bulwark mcp [{name}]: {line}")),
+                })
+            }
+            None => Box::new(StdioConnector {
+                command: ServerCommand {
+                    argv: args.command.clone(),
+                    env: shared.env.clone(),
+                },
+                gateway,
+            }),
+        }
+    };
+    let Shared {
+        callers,
+        identity,
+        audit,
+        ..
+    } = shared;
     let addr: std::net::SocketAddr = listen
         .parse()
         .with_context(|| format!("--listen {listen:?} is not an address like 127.0.0.1:8848"))?;
@@ -366,67 +582,9 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
             "bulwark mcp [{identity}]: WARNING: serving on {addr}, which is not loopback; anyone who can reach it can use the server"
         );
     }
-    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
-    let command = ServerCommand {
-        argv: args.command.clone(),
-        env,
-    };
-    let make_gateway = {
-        let (engine, audit, metrics, identity) = (
-            Arc::clone(&engine),
-            audit.clone(),
-            Arc::clone(&metrics),
-            identity.clone(),
-        );
-        let with_metrics = args.admin.is_some();
-        // One pin file for every session: a listing saved by one is not taken by the others
-        // for an operator's change (which would clear their withheld tools).
-        let pins = PinFile::open(&pins_dir, &identity)?;
-        move |session: &str, caller: &Principal| -> std::result::Result<Arc<Gateway>, String> {
-            let pins = pins.clone();
-            let config = Config {
-                server: identity.clone(),
-                // Not the session id itself: that is a credential, and audit records are read
-                // by more people than hold it.
-                session: format!("mcp:http:{}", bulwark_mcp::http::id_digest(session)),
-                principal: Principal {
-                    id: Some(caller.id.clone().unwrap_or_else(|| "mcp:http".into())),
-                    verified: caller.verified,
-                },
-                max_pending: MAX_PENDING,
-            };
-            let log_name = format!("{identity} {}", bulwark_mcp::http::id_digest(session));
-            let g = Gateway::new(
-                Arc::clone(&engine),
-                config,
-                Some(pins),
-                audit.clone(),
-                Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
-            )
-            .map_err(|e| format!("cannot load the pins: {e}"))?;
-            Ok(Arc::new(if with_metrics {
-                g.with_metrics(Arc::clone(&metrics))
-            } else {
-                g
-            }))
-        }
-    };
     let log_name = identity.clone();
     let front = HttpFront::new(
-        match &args.upstream_url {
-            Some(url) => {
-                let name = identity.clone();
-                Box::new(RemoteConnector {
-                    remote: remote(args, url)?,
-                    gateway: Box::new(make_gateway),
-                    log: Arc::new(move |line: &str| eprintln!("bulwark mcp [{name}]: {line}")),
-                }) as Box<dyn bulwark_mcp::http::Connector>
-            }
-            None => Box::new(StdioConnector {
-                command,
-                gateway: Box::new(make_gateway),
-            }),
-        },
+        connector,
         HttpConfig {
             guard,
             identity: callers,

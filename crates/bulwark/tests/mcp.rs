@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
@@ -595,4 +595,71 @@ fn server_filesystem_through_the_gateway_masks_secrets_and_blocks_injections() {
     );
     assert_eq!(gated["read_poisoned"]["error"]["code"], -32095, "{gated}");
     assert!(direct["read_poisoned"]["ok"].is_object());
+}
+
+/// A policy aggregating the reference server and the hostile one.
+fn servers_policy(dir: &Path) -> PathBuf {
+    let everything = node_server("server-everything");
+    let hostile = peers_dir().join("hostile_server.py");
+    let p = dir.join("servers.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "version: 1\nname: servers\npacks: [core, commands]\nservers:\n  everything:\n    command: [node, {:?}, stdio]\n  hostile:\n    command: [python3, {:?}]\n",
+            everything.to_str().unwrap(),
+            hostile.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn the_policys_servers_are_offered_as_one_with_prefixes() {
+    let state = scratch();
+    let policy = servers_policy(&state);
+    let mut g = Gateway::start(&state, &["--policy", policy.to_str().unwrap()], &[]);
+    let init = g.initialize();
+    assert_eq!(init["result"]["serverInfo"]["name"], "bulwark", "{init}");
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
+    let names = g.tool_names();
+    assert!(
+        names.contains(&"everything__get-sum".to_string()),
+        "{names:?}"
+    );
+    assert!(names.contains(&"hostile__run_sql".to_string()), "{names:?}");
+    // A poisoned definition is withheld as from a single server.
+    assert!(!names.iter().any(|n| n == "hostile__add_note"), "{names:?}");
+    // Both offer `echo`: the second one seen shadows the first and is withheld.
+    let echoes = names.iter().filter(|n| n.ends_with("__echo")).count();
+    assert_eq!(echoes, 1, "{names:?}");
+    let r = g.call("everything__get-sum", json!({"a": 2, "b": 40}));
+    assert!(r["result"]["content"].to_string().contains("42"), "{r}");
+    let r = g.call("hostile__run_sql", json!({"sql": "DROP DATABASE prod"}));
+    assert_eq!(r["error"]["code"], -32099, "{r}");
+    assert!(r["error"]["data"]["rule_id"].is_string(), "{r}");
+    let r = g.call("nobody__echo", json!({"message": "x"}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(g.request("ping", json!({}))["result"], json!({}));
+    let r = g.request("resources/list", json!({}));
+    let uri = r["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_string();
+    let r = g.request("resources/read", json!({"uri": uri}));
+    assert!(r["result"]["contents"].is_array(), "{r}");
+    let prompts = g.request("prompts/list", json!({}));
+    assert!(
+        prompts["result"]["prompts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["name"].as_str().unwrap().contains("__")),
+        "{prompts}"
+    );
+    let (status, _) = g.finish();
+    assert!(status.success());
 }

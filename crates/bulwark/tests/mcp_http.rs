@@ -1365,3 +1365,71 @@ fn callers_need_a_token_and_keep_to_their_own_sessions() {
         401
     );
 }
+
+#[test]
+fn the_policys_servers_are_served_over_http_as_one() {
+    let state = scratch();
+    let everything = node_server("server-everything");
+    let policy = state.join("servers.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nname: servers\nservers:\n  one:\n    command: [node, {0:?}, stdio]\n  two:\n    command: [node, {0:?}, stdio]\n",
+            everything.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let gw = HttpGateway::start(&state, &["--policy", policy.to_str().unwrap()], &[]);
+    let a = gw.addr.as_str();
+    let sid = initialize(a);
+    let s = ("Mcp-Session-Id", sid.as_str());
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, s, v],
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    let list = r.messages().into_iter().last().unwrap();
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    // The same server twice: every tool of the second shadows the first's and is withheld.
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("one__") || n.starts_with("two__")),
+        "{names:?}"
+    );
+    let ones = names.iter().filter(|n| n.starts_with("one__")).count();
+    let twos = names.iter().filter(|n| n.starts_with("two__")).count();
+    assert!(ones > 5 && twos == 0 || twos > 5 && ones == 0, "{names:?}");
+    let first = if ones > 0 { "one" } else { "two" };
+    let other = if ones > 0 { "two" } else { "one" };
+    let call = |name: String| {
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":name,"arguments":{"message":"hi"}}})
+            .to_string()
+    };
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, s, v],
+        &call(format!("{first}__echo")),
+    );
+    let answer = r.messages().into_iter().last().unwrap();
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+    let r = http(
+        a,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, s, v],
+        &call(format!("{other}__echo")),
+    );
+    let answer = r.messages().into_iter().last().unwrap();
+    assert_eq!(answer["error"]["code"], -32096, "{answer}");
+}

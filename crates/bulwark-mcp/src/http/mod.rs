@@ -96,7 +96,7 @@ impl Connector for RemoteConnector {
 }
 
 /// Runs the gateway core between `server` and a new pipe, and returns the pipe's far end.
-fn link(gateway: Arc<Gateway>, server: stdio::Server) -> Link {
+pub fn link(gateway: Arc<Gateway>, server: stdio::Server) -> Link {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(theirs);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

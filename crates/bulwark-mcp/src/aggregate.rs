@@ -1,0 +1,673 @@
+//! Several MCP servers behind one: the policy's `servers:` aggregated for one client.
+//!
+//! Each server keeps its own gateway core (its own pins, under its name), so every
+//! decision is made exactly as for a single server; this layer only routes. Tools and
+//! prompts are offered as `NAME__tool` and `NAME__prompt`; resources keep their URIs and
+//! are routed by the listing that offered them. A tool name offered by two servers is
+//! shadowing: the engine withholds the second (it sees both under their own names).
+//!
+//! Listings (`tools/list`, `prompts/list`, `resources/list`,
+//! `resources/templates/list`) and `initialize` go to every server and are merged; a
+//! server that fails is left out of the merge (and logged), unless all fail. Requests the
+//! servers send (sampling, elicitation, roots) get ids of this layer's own on the way to
+//! the client and their own back. Everything waiting is bounded, and a server that goes
+//! away fails what waited on it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::frame::{self, Frame};
+use crate::http::Link;
+use crate::jsonrpc::{self, Kind};
+use crate::stdio::MAX_FRAME;
+
+/// The separator between a server's name and its tool's or prompt's.
+pub const SEPARATOR: &str = "__";
+
+/// Requests (and server-initiated requests) waiting at once.
+const MAX_WAITING: usize = 1024;
+/// Resource URIs remembered for routing.
+const MAX_URIS: usize = 10_000;
+
+/// One aggregated server: its name and the pipe to its gateway core.
+pub struct Member {
+    /// The name its tools are prefixed with.
+    pub name: String,
+    /// The pipe (see [`crate::http::Link`]).
+    pub link: Link,
+}
+
+/// Methods answered by merging every server's answer.
+const FAN_OUT: &[&str] = &[
+    "initialize",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "logging/setLevel",
+];
+
+/// Answers by server index.
+type Answers = Vec<(usize, Value)>;
+
+struct Group {
+    client_id: Value,
+    method: String,
+    waiting: usize,
+    parts: Vec<(usize, Value)>,
+    /// Requested version (initialize).
+    asked: Option<String>,
+}
+
+enum Event {
+    Client(Vec<u8>),
+    ClientGone,
+    Member(usize, Vec<u8>),
+    MemberGone(usize),
+}
+
+/// Joins `members` into one pipe for a client. The returned link's `stop` ends them all.
+pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> Link {
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (events, mut inbox) = mpsc::channel::<Event>(256);
+    let mut names = Vec::new();
+    let mut writers = Vec::new();
+    let mut stops = Vec::new();
+    for (i, m) in members.into_iter().enumerate() {
+        names.push(m.name);
+        stops.push(m.link.stop);
+        let (read, write) = tokio::io::split(m.link.io);
+        writers.push(line_writer(write));
+        let tx = events.clone();
+        tokio::spawn(async move {
+            let mut r = BufReader::new(read);
+            while let Ok(Frame::Line(l)) = frame::read(&mut r, MAX_FRAME + 4096).await {
+                if tx.send(Event::Member(i, l)).await.is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(Event::MemberGone(i)).await;
+        });
+    }
+    let (client_read, client_write) = tokio::io::split(ours);
+    let to_client = line_writer(client_write);
+    {
+        let tx = events.clone();
+        tokio::spawn(async move {
+            let mut r = BufReader::new(client_read);
+            loop {
+                match frame::read(&mut r, MAX_FRAME).await {
+                    Ok(Frame::Line(l)) => {
+                        if tx.send(Event::Client(l)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(Frame::Oversized(_)) => continue,
+                    Ok(Frame::Eof) | Err(_) => break,
+                }
+            }
+            let _ = tx.send(Event::ClientGone).await;
+        });
+    }
+    drop(events);
+    let mut mux = Mux {
+        names,
+        writers,
+        to_client,
+        next: 0,
+        parts: HashMap::new(),
+        groups: HashMap::new(),
+        server_requests: HashMap::new(),
+        uris: HashMap::new(),
+        gone: Vec::new(),
+        log,
+    };
+    tokio::spawn(async move {
+        let mut stopped = stopped;
+        loop {
+            tokio::select! {
+                e = inbox.recv() => match e {
+                    Some(Event::Client(l)) => mux.on_client(&l).await,
+                    Some(Event::Member(i, l)) => mux.on_member(i, &l).await,
+                    Some(Event::MemberGone(i)) => mux.member_gone(i).await,
+                    Some(Event::ClientGone) | None => break,
+                },
+                _ = &mut stopped => break,
+            }
+        }
+        // Ending: every server's core is stopped (children terminated, sessions deleted).
+        drop(mux);
+        for s in stops {
+            let _ = s.send(());
+        }
+    });
+    Link { io: theirs, stop }
+}
+
+/// A task writing lines to `w`; the sender's end closes it.
+fn line_writer<W>(mut w: W) -> mpsc::Sender<Vec<u8>>
+where
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    tokio::spawn(async move {
+        while let Some(mut l) = rx.recv().await {
+            l.push(b'\n');
+            if w.write_all(&l).await.is_err() {
+                break;
+            }
+        }
+        let _ = w.shutdown().await;
+    });
+    tx
+}
+
+struct Mux {
+    names: Vec<String>,
+    writers: Vec<mpsc::Sender<Vec<u8>>>,
+    to_client: mpsc::Sender<Vec<u8>>,
+    next: u64,
+    /// Sub-request id → its group.
+    parts: HashMap<String, (u64, usize)>,
+    groups: HashMap<u64, Group>,
+    /// Our id for a server's request → (server, its id).
+    server_requests: HashMap<String, (usize, Value)>,
+    uris: HashMap<String, usize>,
+    gone: Vec<usize>,
+    log: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Mux {
+    async fn client(&self, v: &Value) {
+        let _ = self.to_client.send(v.to_string().into_bytes()).await;
+    }
+
+    async fn member(&self, i: usize, v: &Value) -> bool {
+        match self.writers.get(i) {
+            Some(w) => w.send(v.to_string().into_bytes()).await.is_ok(),
+            None => false,
+        }
+    }
+
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.next += 1;
+        format!("bulwark-{prefix}{}", self.next)
+    }
+
+    fn member_named(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+
+    /// `NAME__rest` → (server, rest).
+    fn split(&self, full: &str) -> Option<(usize, String)> {
+        let (name, rest) = full.split_once(SEPARATOR)?;
+        Some((self.member_named(name)?, rest.to_string()))
+    }
+
+    fn owner_of(&self, uri: &str) -> Option<usize> {
+        self.uris.get(uri).copied().or_else(|| {
+            // With one server offering resources, every URI is its.
+            (self.names.len() == 1).then_some(0)
+        })
+    }
+
+    async fn refuse(&self, id: &Value, code: i64, message: &str) {
+        self.client(&jsonrpc::error(id, code, message, None)).await;
+    }
+
+    async fn on_client(&mut self, line: &[u8]) {
+        let Ok((mut msg, kind)) = jsonrpc::parse(line) else {
+            return;
+        };
+        match kind {
+            Kind::Request { id, method } => {
+                if self.parts.len() + self.server_requests.len() >= MAX_WAITING {
+                    return self
+                        .refuse(
+                            &id,
+                            -32000,
+                            "too many requests in progress; try again shortly",
+                        )
+                        .await;
+                }
+                if method == "ping" {
+                    return self.client(&jsonrpc::result(&id, json!({}))).await;
+                }
+                if FAN_OUT.contains(&method.as_str()) {
+                    return self.fan_out(id, method, msg).await;
+                }
+                let target = match method.as_str() {
+                    "tools/call" | "prompts/get" => {
+                        let name = msg
+                            .pointer("/params/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        match self.split(name) {
+                            Some((i, rest)) => {
+                                msg["params"]["name"] = Value::String(rest);
+                                Some(i)
+                            }
+                            None => None,
+                        }
+                    }
+                    "resources/read" | "resources/subscribe" | "resources/unsubscribe" => msg
+                        .pointer("/params/uri")
+                        .and_then(Value::as_str)
+                        .and_then(|u| self.owner_of(u)),
+                    "completion/complete" => {
+                        let r = msg.pointer("/params/ref").cloned().unwrap_or(Value::Null);
+                        match r.get("type").and_then(Value::as_str) {
+                            Some("ref/prompt") => {
+                                let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+                                match self.split(name) {
+                                    Some((i, rest)) => {
+                                        msg["params"]["ref"]["name"] = Value::String(rest);
+                                        Some(i)
+                                    }
+                                    None => None,
+                                }
+                            }
+                            Some("ref/resource") => r
+                                .get("uri")
+                                .and_then(Value::as_str)
+                                .and_then(|u| self.owner_of(u)),
+                            _ => None,
+                        }
+                    }
+                    _ => {
+                        return self
+                            .refuse(&id, -32601, &format!("method not found: {method}"))
+                            .await;
+                    }
+                };
+                let Some(i) = target.filter(|i| !self.gone.contains(i)) else {
+                    return self
+                        .refuse(
+                            &id,
+                            -32602,
+                            &format!(
+                                "no server here offers that: names are SERVER{SEPARATOR}NAME (servers: {})",
+                                self.names.join(", ")
+                            ),
+                        )
+                        .await;
+                };
+                let sub = self.fresh("c");
+                msg["id"] = Value::String(sub.clone());
+                let g = self.next;
+                self.groups.insert(
+                    g,
+                    Group {
+                        client_id: id.clone(),
+                        method,
+                        waiting: 1,
+                        parts: Vec::new(),
+                        asked: None,
+                    },
+                );
+                self.parts.insert(sub, (g, i));
+                if !self.member(i, &msg).await {
+                    self.member_gone(i).await;
+                }
+            }
+            Kind::Notification { method } => {
+                if method == "notifications/cancelled" {
+                    let Some(rid) = msg.pointer("/params/requestId").cloned() else {
+                        return;
+                    };
+                    let found: Vec<(String, usize)> = self
+                        .parts
+                        .iter()
+                        .filter(|(_, (g, _))| {
+                            self.groups.get(g).is_some_and(|grp| grp.client_id == rid)
+                        })
+                        .map(|(sub, (_, i))| (sub.clone(), *i))
+                        .collect();
+                    for (sub, i) in found {
+                        msg["params"]["requestId"] = Value::String(sub);
+                        self.member(i, &msg).await;
+                    }
+                    return;
+                }
+                for i in 0..self.names.len() {
+                    if !self.gone.contains(&i) {
+                        self.member(i, &msg).await;
+                    }
+                }
+            }
+            Kind::Response { id } => {
+                let key = match &id {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                if let Some((i, orig)) = self.server_requests.remove(&key) {
+                    msg["id"] = orig;
+                    self.member(i, &msg).await;
+                }
+            }
+        }
+    }
+
+    async fn fan_out(&mut self, id: Value, method: String, msg: Value) {
+        let live: Vec<usize> = (0..self.names.len())
+            .filter(|i| !self.gone.contains(i))
+            .collect();
+        if live.is_empty() {
+            return self
+                .refuse(&id, jsonrpc::INTERNAL_ERROR, "every server has gone away")
+                .await;
+        }
+        self.next += 1;
+        let g = self.next;
+        let asked = msg
+            .pointer("/params/protocolVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        self.groups.insert(
+            g,
+            Group {
+                client_id: id,
+                method,
+                waiting: live.len(),
+                parts: Vec::new(),
+                asked,
+            },
+        );
+        for i in live {
+            let sub = self.fresh("f");
+            let mut m = msg.clone();
+            m["id"] = Value::String(sub.clone());
+            // Pages are per server; the merged listing is each server's first page.
+            if let Some(p) = m.get_mut("params").and_then(Value::as_object_mut) {
+                p.remove("cursor");
+            }
+            self.parts.insert(sub, (g, i));
+            if !self.member(i, &m).await {
+                self.member_gone(i).await;
+            }
+        }
+    }
+
+    async fn on_member(&mut self, i: usize, line: &[u8]) {
+        let Ok((mut msg, kind)) = jsonrpc::parse(line) else {
+            return;
+        };
+        match kind {
+            Kind::Response { id } => {
+                let key = match &id {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let Some((g, _)) = self.parts.remove(&key) else {
+                    return;
+                };
+                self.part_done(g, i, msg).await;
+            }
+            Kind::Request { id, .. } => {
+                if self.server_requests.len() >= MAX_WAITING {
+                    let e = jsonrpc::error(&id, -32000, "too many requests in progress", None);
+                    self.member(i, &e).await;
+                    return;
+                }
+                let ours = self.fresh("s");
+                self.server_requests.insert(ours.clone(), (i, id));
+                msg["id"] = Value::String(ours);
+                self.client(&msg).await;
+            }
+            Kind::Notification { method } => {
+                if method == "notifications/cancelled" {
+                    // The server gave up on a request of its own: name it as the client knows it.
+                    let rid = msg.pointer("/params/requestId").cloned();
+                    let ours = self
+                        .server_requests
+                        .iter()
+                        .find(|(_, (m, orig))| *m == i && Some(orig) == rid.as_ref())
+                        .map(|(k, _)| k.clone());
+                    match ours {
+                        Some(k) => {
+                            self.server_requests.remove(&k);
+                            msg["params"]["requestId"] = Value::String(k);
+                        }
+                        None => return,
+                    }
+                }
+                self.client(&msg).await;
+            }
+        }
+    }
+
+    async fn part_done(&mut self, g: u64, i: usize, msg: Value) {
+        let Some(group) = self.groups.get_mut(&g) else {
+            return;
+        };
+        group.parts.push((i, msg));
+        group.waiting = group.waiting.saturating_sub(1);
+        if group.waiting > 0 {
+            return;
+        }
+        let Some(group) = self.groups.remove(&g) else {
+            return;
+        };
+        let answer = self.merge(group);
+        self.client(&answer).await;
+    }
+
+    /// A server went away: what waited on it fails (or is left out of its merge).
+    async fn member_gone(&mut self, i: usize) {
+        if self.gone.contains(&i) {
+            return;
+        }
+        self.gone.push(i);
+        (self.log)(&format!("server {} went away", self.names[i]));
+        let waiting: Vec<(String, u64)> = self
+            .parts
+            .iter()
+            .filter(|(_, (_, m))| *m == i)
+            .map(|(k, (g, _))| (k.clone(), *g))
+            .collect();
+        for (k, g) in waiting {
+            self.parts.remove(&k);
+            let e = jsonrpc::error(
+                &Value::Null,
+                jsonrpc::INTERNAL_ERROR,
+                &format!("server {} went away", self.names[i]),
+                None,
+            );
+            self.part_done(g, i, e).await;
+        }
+        self.server_requests.retain(|_, (m, _)| *m != i);
+    }
+
+    fn merge(&mut self, group: Group) -> Value {
+        let id = group.client_id.clone();
+        let single = group.parts.len() == 1 && !FAN_OUT.contains(&group.method.as_str());
+        if single {
+            let Some((_, mut msg)) = group.parts.into_iter().next() else {
+                return jsonrpc::error(&id, jsonrpc::INTERNAL_ERROR, "no answer", None);
+            };
+            msg["id"] = id;
+            return msg;
+        }
+        let (oks, errs): (Answers, Answers) = group
+            .parts
+            .into_iter()
+            .partition(|(_, m)| m.get("result").is_some());
+        for (i, e) in &errs {
+            (self.log)(&format!(
+                "server {} failed {}: {}",
+                self.names[*i], group.method, e["error"]
+            ));
+        }
+        if oks.is_empty() {
+            let mut e = errs.into_iter().next().map(|(_, e)| e).unwrap_or_else(|| {
+                jsonrpc::error(&Value::Null, jsonrpc::INTERNAL_ERROR, "no answer", None)
+            });
+            e["id"] = id;
+            return e;
+        }
+        let mut oks = oks;
+        oks.sort_by_key(|(i, _)| *i);
+        let result = match group.method.as_str() {
+            "initialize" => self.merge_initialize(&oks, group.asked.as_deref()),
+            "tools/list" => json!({"tools": self.prefixed(&oks, "tools")}),
+            "prompts/list" => json!({"prompts": self.prefixed(&oks, "prompts")}),
+            "resources/list" => {
+                let mut all = Vec::new();
+                for (i, m) in &oks {
+                    for r in m["result"]["resources"].as_array().into_iter().flatten() {
+                        if let Some(uri) = r.get("uri").and_then(Value::as_str)
+                            && self.uris.len() < MAX_URIS
+                        {
+                            self.uris.insert(uri.to_string(), *i);
+                        }
+                        all.push(r.clone());
+                    }
+                }
+                json!({"resources": all})
+            }
+            "resources/templates/list" => {
+                let all: Vec<Value> = oks
+                    .iter()
+                    .flat_map(|(_, m)| {
+                        m["result"]["resourceTemplates"]
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                json!({"resourceTemplates": all})
+            }
+            _ => json!({}),
+        };
+        jsonrpc::result(&id, result)
+    }
+
+    fn prefixed(&self, oks: &[(usize, Value)], key: &str) -> Vec<Value> {
+        let mut all = Vec::new();
+        for (i, m) in oks {
+            for item in m["result"][key].as_array().into_iter().flatten() {
+                let mut item = item.clone();
+                if let Some(name) = item.get("name").and_then(Value::as_str) {
+                    item["name"] = Value::String(format!("{}{SEPARATOR}{name}", self.names[*i]));
+                }
+                all.push(item);
+            }
+        }
+        all
+    }
+
+    fn merge_initialize(&self, oks: &[(usize, Value)], asked: Option<&str>) -> Value {
+        let versions: Vec<&str> = oks
+            .iter()
+            .filter_map(|(_, m)| m.pointer("/result/protocolVersion").and_then(Value::as_str))
+            .collect();
+        let version = match asked {
+            Some(a) if versions.iter().all(|v| *v == a) => a.to_string(),
+            _ => versions
+                .iter()
+                .min()
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+        };
+        let mut caps = Map::new();
+        let mut instructions = Vec::new();
+        for (i, m) in oks {
+            if let Some(c) = m.pointer("/result/capabilities").and_then(Value::as_object) {
+                for (k, v) in c {
+                    let slot = caps.entry(k.clone()).or_insert_with(|| json!({}));
+                    if let (Some(into), Some(from)) = (slot.as_object_mut(), v.as_object()) {
+                        for (kk, vv) in from {
+                            into.insert(kk.clone(), vv.clone());
+                        }
+                    }
+                }
+            }
+            if let Some(text) = m.pointer("/result/instructions").and_then(Value::as_str) {
+                instructions.push(format!("[{}] {text}", self.names[*i]));
+            }
+        }
+        let mut r = json!({
+            "protocolVersion": version,
+            "capabilities": caps,
+            "serverInfo": {"name": "bulwark", "version": env!("CARGO_PKG_VERSION")},
+        });
+        if !instructions.is_empty() {
+            r["instructions"] = Value::String(instructions.join("\n\n"));
+        }
+        r
+    }
+}
+
+/// How one aggregated server is reached.
+pub enum Upstream {
+    /// A child process per client session.
+    Command(crate::stdio::ServerCommand),
+    /// A remote server (a session of it per client session).
+    Remote(crate::remote::Remote),
+}
+
+/// Makes the gateway core for (client session, caller, server name).
+pub type MakeMemberGateway = Box<
+    dyn Fn(&str, &bulwark_engine::Principal, &str) -> Result<Arc<crate::gateway::Gateway>, String>
+        + Send
+        + Sync,
+>;
+
+/// Every server of the policy's `servers:` per client session, aggregated.
+pub struct AggregateConnector {
+    /// The servers, by name.
+    pub servers: Vec<(String, Upstream)>,
+    /// Makes each server's gateway core.
+    pub gateway: MakeMemberGateway,
+    /// Where notes go.
+    pub log: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl AggregateConnector {
+    /// Opens every server for `session` and joins them.
+    pub fn open_all(
+        &self,
+        session: &str,
+        principal: &bulwark_engine::Principal,
+    ) -> Result<Link, String> {
+        let mut members = Vec::new();
+        for (name, upstream) in &self.servers {
+            let opened = (self.gateway)(session, principal, name).and_then(|g| {
+                let server = match upstream {
+                    Upstream::Command(c) => crate::stdio::spawn(c)
+                        .map(crate::stdio::Server::Child)
+                        .map_err(|e| e.to_string())?,
+                    Upstream::Remote(r) => {
+                        crate::stdio::Server::Pipe(r.connect(Arc::clone(&self.log)))
+                    }
+                };
+                Ok(crate::http::link(g, server))
+            });
+            match opened {
+                Ok(link) => members.push(Member {
+                    name: name.clone(),
+                    link,
+                }),
+                Err(e) => {
+                    // What was started for this session ends with it.
+                    for m in members {
+                        let _ = m.link.stop.send(());
+                    }
+                    return Err(format!("server {name}: {e}"));
+                }
+            }
+        }
+        Ok(aggregate(members, Arc::clone(&self.log)))
+    }
+}
+
+impl crate::http::Connector for AggregateConnector {
+    fn open(&self, session: &str, principal: &bulwark_engine::Principal) -> Result<Link, String> {
+        self.open_all(session, principal)
+    }
+}
