@@ -61,10 +61,15 @@ struct Group {
     parts: Vec<(usize, Value)>,
     /// Requested version (initialize).
     asked: Option<String>,
+    /// Servers still to ask (last first), and what to ask them.
+    queue: Vec<usize>,
+    template: Value,
 }
 
 enum Event {
     Client(Vec<u8>),
+    /// A client message over the size limit, with its id when one was found.
+    ClientOversized(Option<Value>),
     ClientGone,
     Member(usize, Vec<u8>),
     MemberGone(usize),
@@ -82,12 +87,26 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
         names.push(m.name);
         stops.push(m.link.stop);
         let (read, write) = tokio::io::split(m.link.io);
-        writers.push(line_writer(write));
+        writers.push(line_writer(write, MEMBER_QUEUE));
         let tx = events.clone();
         tokio::spawn(async move {
             let mut r = BufReader::new(read);
-            while let Ok(Frame::Line(l)) = frame::read(&mut r, MAX_FRAME + 4096).await {
-                if tx.send(Event::Member(i, l)).await.is_err() {
+            loop {
+                let line = match frame::read(&mut r, MAX_FRAME + 4096).await {
+                    Ok(Frame::Line(l)) => l,
+                    // Masking can grow an answer past the limit: its request still gets one.
+                    Ok(Frame::Oversized(Some(id))) => jsonrpc::error(
+                        &id,
+                        jsonrpc::INTERNAL_ERROR,
+                        &format!("the answer is larger than {MAX_FRAME} bytes"),
+                        None,
+                    )
+                    .to_string()
+                    .into_bytes(),
+                    Ok(Frame::Oversized(None)) => continue,
+                    Ok(Frame::Eof) | Err(_) => break,
+                };
+                if tx.send(Event::Member(i, line)).await.is_err() {
                     return;
                 }
             }
@@ -95,7 +114,7 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
         });
     }
     let (client_read, client_write) = tokio::io::split(ours);
-    let to_client = line_writer(client_write);
+    let to_client = line_writer(client_write, CLIENT_QUEUE);
     {
         let tx = events.clone();
         tokio::spawn(async move {
@@ -107,7 +126,11 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
                             return;
                         }
                     }
-                    Ok(Frame::Oversized(_)) => continue,
+                    Ok(Frame::Oversized(id)) => {
+                        if tx.send(Event::ClientOversized(id)).await.is_err() {
+                            return;
+                        }
+                    }
                     Ok(Frame::Eof) | Err(_) => break,
                 }
             }
@@ -124,19 +147,42 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
         groups: HashMap::new(),
         server_requests: HashMap::new(),
         uris: HashMap::new(),
+        templates: Vec::new(),
         gone: Vec::new(),
+        closing: false,
         log,
     };
     tokio::spawn(async move {
         let mut stopped = stopped;
+        // Once the client is done sending, what it asked for is still answered (for a
+        // while), then everything ends.
+        let mut drain: Option<tokio::time::Instant> = None;
         loop {
+            if mux.closing
+                || drain.is_some() && mux.groups.is_empty()
+                || mux.gone.len() == mux.names.len()
+            {
+                break;
+            }
+            let until = drain.unwrap_or_else(|| {
+                tokio::time::Instant::now() + std::time::Duration::from_secs(86_400)
+            });
             tokio::select! {
                 e = inbox.recv() => match e {
-                    Some(Event::Client(l)) => mux.on_client(&l).await,
-                    Some(Event::Member(i, l)) => mux.on_member(i, &l).await,
-                    Some(Event::MemberGone(i)) => mux.member_gone(i).await,
-                    Some(Event::ClientGone) | None => break,
+                    Some(Event::Client(l)) => mux.on_client(&l),
+                    Some(Event::ClientOversized(id)) => mux.refuse(
+                        &id.unwrap_or(Value::Null),
+                        jsonrpc::INVALID_REQUEST,
+                        &format!("message larger than {MAX_FRAME} bytes"),
+                    ),
+                    Some(Event::Member(i, l)) => mux.on_member(i, &l),
+                    Some(Event::MemberGone(i)) => mux.member_gone(i),
+                    Some(Event::ClientGone) => {
+                        drain = Some(tokio::time::Instant::now() + DRAIN);
+                    }
+                    None => break,
                 },
+                _ = tokio::time::sleep_until(until) => break,
                 _ = &mut stopped => break,
             }
         }
@@ -149,12 +195,20 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
     Link { io: theirs, stop }
 }
 
+/// Lines queued for each server: one that stops reading fails the requests sent its way
+/// rather than stalling the others.
+const MEMBER_QUEUE: usize = 256;
+/// Lines queued for the client: one that stops reading this long loses its session.
+const CLIENT_QUEUE: usize = 4096;
+/// How long answers are still waited for once the client is done sending.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A task writing lines to `w`; the sender's end closes it.
-fn line_writer<W>(mut w: W) -> mpsc::Sender<Vec<u8>>
+fn line_writer<W>(mut w: W, queue: usize) -> mpsc::Sender<Vec<u8>>
 where
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(queue);
     tokio::spawn(async move {
         while let Some(mut l) = rx.recv().await {
             l.push(b'\n');
@@ -178,20 +232,29 @@ struct Mux {
     /// Our id for a server's request → (server, its id).
     server_requests: HashMap<String, (usize, Value)>,
     uris: HashMap<String, usize>,
+    /// Resource template prefixes (up to the first `{`) → the server that listed them.
+    templates: Vec<(String, usize)>,
     gone: Vec<usize>,
+    /// The client stopped reading: the session ends.
+    closing: bool,
     log: Arc<dyn Fn(&str) + Send + Sync>,
 }
 
 impl Mux {
-    async fn client(&self, v: &Value) {
-        let _ = self.to_client.send(v.to_string().into_bytes()).await;
+    /// Never waits: a client that does not read ends its session instead of stalling
+    /// every server.
+    fn client(&mut self, v: &Value) {
+        if self.to_client.try_send(v.to_string().into_bytes()).is_err() && !self.closing {
+            (self.log)("the client is not reading what it is sent; its session ends");
+            self.closing = true;
+        }
     }
 
-    async fn member(&self, i: usize, v: &Value) -> bool {
-        match self.writers.get(i) {
-            Some(w) => w.send(v.to_string().into_bytes()).await.is_ok(),
-            None => false,
-        }
+    /// Never waits: false when the server is not taking messages.
+    fn member(&self, i: usize, v: &Value) -> bool {
+        self.writers
+            .get(i)
+            .is_some_and(|w| w.try_send(v.to_string().into_bytes()).is_ok())
     }
 
     fn fresh(&mut self, prefix: &str) -> String {
@@ -199,47 +262,62 @@ impl Mux {
         format!("bulwark-{prefix}{}", self.next)
     }
 
-    fn member_named(&self, name: &str) -> Option<usize> {
-        self.names.iter().position(|n| n == name)
-    }
-
-    /// `NAME__rest` → (server, rest).
+    /// `NAME__rest` → (server, rest), by the longest server name that fits.
     fn split(&self, full: &str) -> Option<(usize, String)> {
-        let (name, rest) = full.split_once(SEPARATOR)?;
-        Some((self.member_named(name)?, rest.to_string()))
+        self.names
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| {
+                let rest = full.strip_prefix(n.as_str())?.strip_prefix(SEPARATOR)?;
+                Some((n.len(), i, rest))
+            })
+            .max_by_key(|(len, _, _)| *len)
+            .map(|(_, i, rest)| (i, rest.to_string()))
     }
 
     fn owner_of(&self, uri: &str) -> Option<usize> {
-        self.uris.get(uri).copied().or_else(|| {
-            // With one server offering resources, every URI is its.
-            (self.names.len() == 1).then_some(0)
-        })
+        self.uris
+            .get(uri)
+            .copied()
+            .or_else(|| {
+                self.templates
+                    .iter()
+                    .filter(|(prefix, _)| {
+                        prefix.contains("://") && uri.starts_with(prefix.as_str())
+                    })
+                    .max_by_key(|(prefix, _)| prefix.len())
+                    .map(|(_, i)| *i)
+            })
+            .or_else(|| {
+                // With one server offering resources, every URI is its.
+                (self.names.len() == 1).then_some(0)
+            })
     }
 
-    async fn refuse(&self, id: &Value, code: i64, message: &str) {
-        self.client(&jsonrpc::error(id, code, message, None)).await;
+    fn refuse(&mut self, id: &Value, code: i64, message: &str) {
+        self.client(&jsonrpc::error(id, code, message, None));
     }
 
-    async fn on_client(&mut self, line: &[u8]) {
-        let Ok((mut msg, kind)) = jsonrpc::parse(line) else {
-            return;
+    fn on_client(&mut self, line: &[u8]) {
+        let (mut msg, kind) = match jsonrpc::parse(line) {
+            Ok(x) => x,
+            Err(e) => return self.refuse(&Value::Null, e.code(), &e.to_string()),
         };
         match kind {
             Kind::Request { id, method } => {
-                if self.parts.len() + self.server_requests.len() >= MAX_WAITING {
-                    return self
-                        .refuse(
-                            &id,
-                            -32000,
-                            "too many requests in progress; try again shortly",
-                        )
-                        .await;
+                if self.parts.len() + self.groups.len() + self.server_requests.len() >= MAX_WAITING
+                {
+                    return self.refuse(
+                        &id,
+                        -32000,
+                        "too many requests in progress; try again shortly",
+                    );
                 }
                 if method == "ping" {
-                    return self.client(&jsonrpc::result(&id, json!({}))).await;
+                    return self.client(&jsonrpc::result(&id, json!({})));
                 }
                 if FAN_OUT.contains(&method.as_str()) {
-                    return self.fan_out(id, method, msg).await;
+                    return self.fan_out(id, method, msg);
                 }
                 let target = match method.as_str() {
                     "tools/call" | "prompts/get" => {
@@ -247,13 +325,10 @@ impl Mux {
                             .pointer("/params/name")
                             .and_then(Value::as_str)
                             .unwrap_or("");
-                        match self.split(name) {
-                            Some((i, rest)) => {
-                                msg["params"]["name"] = Value::String(rest);
-                                Some(i)
-                            }
-                            None => None,
-                        }
+                        self.split(name).map(|(i, rest)| {
+                            msg["params"]["name"] = Value::String(rest);
+                            i
+                        })
                     }
                     "resources/read" | "resources/subscribe" | "resources/unsubscribe" => msg
                         .pointer("/params/uri")
@@ -264,13 +339,10 @@ impl Mux {
                         match r.get("type").and_then(Value::as_str) {
                             Some("ref/prompt") => {
                                 let name = r.get("name").and_then(Value::as_str).unwrap_or("");
-                                match self.split(name) {
-                                    Some((i, rest)) => {
-                                        msg["params"]["ref"]["name"] = Value::String(rest);
-                                        Some(i)
-                                    }
-                                    None => None,
-                                }
+                                self.split(name).map(|(i, rest)| {
+                                    msg["params"]["ref"]["name"] = Value::String(rest);
+                                    i
+                                })
                             }
                             Some("ref/resource") => r
                                 .get("uri")
@@ -280,63 +352,75 @@ impl Mux {
                         }
                     }
                     _ => {
-                        return self
-                            .refuse(&id, -32601, &format!("method not found: {method}"))
-                            .await;
+                        return self.refuse(&id, -32601, &format!("method not found: {method}"));
                     }
                 };
                 let Some(i) = target.filter(|i| !self.gone.contains(i)) else {
-                    return self
-                        .refuse(
-                            &id,
-                            -32602,
-                            &format!(
-                                "no server here offers that: names are SERVER{SEPARATOR}NAME (servers: {})",
-                                self.names.join(", ")
-                            ),
-                        )
-                        .await;
+                    let names = self.names.join(", ");
+                    return self.refuse(
+                        &id,
+                        -32602,
+                        &format!(
+                            "no server here offers that: names are SERVER{SEPARATOR}NAME (servers: {names})"
+                        ),
+                    );
                 };
                 let sub = self.fresh("c");
                 msg["id"] = Value::String(sub.clone());
                 let g = self.next;
+                if !self.member(i, &msg) {
+                    let name = self.names[i].clone();
+                    return self.refuse(
+                        &id,
+                        -32000,
+                        &format!("server {name} is not taking messages; try again shortly"),
+                    );
+                }
                 self.groups.insert(
                     g,
                     Group {
-                        client_id: id.clone(),
+                        client_id: id,
                         method,
                         waiting: 1,
                         parts: Vec::new(),
                         asked: None,
+                        queue: Vec::new(),
+                        template: Value::Null,
                     },
                 );
                 self.parts.insert(sub, (g, i));
-                if !self.member(i, &msg).await {
-                    self.member_gone(i).await;
-                }
             }
             Kind::Notification { method } => {
                 if method == "notifications/cancelled" {
                     let Some(rid) = msg.pointer("/params/requestId").cloned() else {
                         return;
                     };
-                    let found: Vec<(String, usize)> = self
-                        .parts
+                    // The client gave up: no answer is owed, and nothing more is waited for.
+                    let cancelled: Vec<u64> = self
+                        .groups
                         .iter()
-                        .filter(|(_, (g, _))| {
-                            self.groups.get(g).is_some_and(|grp| grp.client_id == rid)
-                        })
-                        .map(|(sub, (_, i))| (sub.clone(), *i))
+                        .filter(|(_, grp)| grp.client_id == rid)
+                        .map(|(g, _)| *g)
                         .collect();
-                    for (sub, i) in found {
-                        msg["params"]["requestId"] = Value::String(sub);
-                        self.member(i, &msg).await;
+                    for g in cancelled {
+                        self.groups.remove(&g);
+                        let subs: Vec<(String, usize)> = self
+                            .parts
+                            .iter()
+                            .filter(|(_, (pg, _))| *pg == g)
+                            .map(|(sub, (_, i))| (sub.clone(), *i))
+                            .collect();
+                        for (sub, i) in subs {
+                            self.parts.remove(&sub);
+                            msg["params"]["requestId"] = Value::String(sub);
+                            self.member(i, &msg);
+                        }
                     }
                     return;
                 }
                 for i in 0..self.names.len() {
                     if !self.gone.contains(&i) {
-                        self.member(i, &msg).await;
+                        self.member(i, &msg);
                     }
                 }
             }
@@ -347,20 +431,20 @@ impl Mux {
                 };
                 if let Some((i, orig)) = self.server_requests.remove(&key) {
                     msg["id"] = orig;
-                    self.member(i, &msg).await;
+                    self.member(i, &msg);
                 }
             }
         }
     }
 
-    async fn fan_out(&mut self, id: Value, method: String, msg: Value) {
+    /// Asks every server, one after another in the policy's order: which server pins a
+    /// name first (and so which one shadows) never depends on which answers faster.
+    fn fan_out(&mut self, id: Value, method: String, msg: Value) {
         let live: Vec<usize> = (0..self.names.len())
             .filter(|i| !self.gone.contains(i))
             .collect();
         if live.is_empty() {
-            return self
-                .refuse(&id, jsonrpc::INTERNAL_ERROR, "every server has gone away")
-                .await;
+            return self.refuse(&id, jsonrpc::INTERNAL_ERROR, "every server has gone away");
         }
         self.next += 1;
         let g = self.next;
@@ -368,32 +452,57 @@ impl Mux {
             .pointer("/params/protocolVersion")
             .and_then(Value::as_str)
             .map(str::to_string);
+        let mut template = msg;
+        // Pages are per server; the merged listing is each server's first page.
+        if let Some(p) = template.get_mut("params").and_then(Value::as_object_mut) {
+            p.remove("cursor");
+        }
+        let mut queue = live;
+        queue.reverse();
         self.groups.insert(
             g,
             Group {
                 client_id: id,
                 method,
-                waiting: live.len(),
+                waiting: queue.len(),
                 parts: Vec::new(),
                 asked,
+                queue,
+                template,
             },
         );
-        for i in live {
+        self.ask_next(g);
+    }
+
+    /// Sends group `g`'s request to the next server in its queue.
+    fn ask_next(&mut self, g: u64) {
+        loop {
+            let Some(next) = self.groups.get_mut(&g).and_then(|grp| grp.queue.pop()) else {
+                return;
+            };
+            let Some(mut m) = self.groups.get(&g).map(|grp| grp.template.clone()) else {
+                return;
+            };
             let sub = self.fresh("f");
-            let mut m = msg.clone();
             m["id"] = Value::String(sub.clone());
-            // Pages are per server; the merged listing is each server's first page.
-            if let Some(p) = m.get_mut("params").and_then(Value::as_object_mut) {
-                p.remove("cursor");
+            if !self.gone.contains(&next) && self.member(next, &m) {
+                self.parts.insert(sub, (g, next));
+                return;
             }
-            self.parts.insert(sub, (g, i));
-            if !self.member(i, &m).await {
-                self.member_gone(i).await;
+            let name = self.names[next].clone();
+            let e = jsonrpc::error(
+                &Value::Null,
+                jsonrpc::INTERNAL_ERROR,
+                &format!("server {name} is not taking messages"),
+                None,
+            );
+            if self.part_done(g, next, e) {
+                return;
             }
         }
     }
 
-    async fn on_member(&mut self, i: usize, line: &[u8]) {
+    fn on_member(&mut self, i: usize, line: &[u8]) {
         let Ok((mut msg, kind)) = jsonrpc::parse(line) else {
             return;
         };
@@ -406,18 +515,20 @@ impl Mux {
                 let Some((g, _)) = self.parts.remove(&key) else {
                     return;
                 };
-                self.part_done(g, i, msg).await;
+                if !self.part_done(g, i, msg) {
+                    self.ask_next(g);
+                }
             }
             Kind::Request { id, .. } => {
                 if self.server_requests.len() >= MAX_WAITING {
                     let e = jsonrpc::error(&id, -32000, "too many requests in progress", None);
-                    self.member(i, &e).await;
+                    self.member(i, &e);
                     return;
                 }
                 let ours = self.fresh("s");
                 self.server_requests.insert(ours.clone(), (i, id));
                 msg["id"] = Value::String(ours);
-                self.client(&msg).await;
+                self.client(&msg);
             }
             Kind::Notification { method } => {
                 if method == "notifications/cancelled" {
@@ -436,29 +547,31 @@ impl Mux {
                         None => return,
                     }
                 }
-                self.client(&msg).await;
+                self.client(&msg);
             }
         }
     }
 
-    async fn part_done(&mut self, g: u64, i: usize, msg: Value) {
+    /// Files server `i`'s answer in group `g`; true when the group is complete (answered).
+    fn part_done(&mut self, g: u64, i: usize, msg: Value) -> bool {
         let Some(group) = self.groups.get_mut(&g) else {
-            return;
+            return true;
         };
         group.parts.push((i, msg));
         group.waiting = group.waiting.saturating_sub(1);
         if group.waiting > 0 {
-            return;
+            return false;
         }
         let Some(group) = self.groups.remove(&g) else {
-            return;
+            return true;
         };
         let answer = self.merge(group);
-        self.client(&answer).await;
+        self.client(&answer);
+        true
     }
 
     /// A server went away: what waited on it fails (or is left out of its merge).
-    async fn member_gone(&mut self, i: usize) {
+    fn member_gone(&mut self, i: usize) {
         if self.gone.contains(&i) {
             return;
         }
@@ -478,7 +591,9 @@ impl Mux {
                 &format!("server {} went away", self.names[i]),
                 None,
             );
-            self.part_done(g, i, e).await;
+            if !self.part_done(g, i, e) {
+                self.ask_next(g);
+            }
         }
         self.server_requests.retain(|_, (m, _)| *m != i);
     }
@@ -523,7 +638,8 @@ impl Mux {
                         if let Some(uri) = r.get("uri").and_then(Value::as_str)
                             && self.uris.len() < MAX_URIS
                         {
-                            self.uris.insert(uri.to_string(), *i);
+                            // The first server (in the policy's order) to list a URI keeps it.
+                            self.uris.entry(uri.to_string()).or_insert(*i);
                         }
                         all.push(r.clone());
                     }
@@ -531,15 +647,24 @@ impl Mux {
                 json!({"resources": all})
             }
             "resources/templates/list" => {
-                let all: Vec<Value> = oks
-                    .iter()
-                    .flat_map(|(_, m)| {
-                        m["result"]["resourceTemplates"]
-                            .as_array()
-                            .cloned()
-                            .unwrap_or_default()
-                    })
-                    .collect();
+                let mut all = Vec::new();
+                for (i, m) in &oks {
+                    for t in m["result"]["resourceTemplates"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(u) = t.get("uriTemplate").and_then(Value::as_str) {
+                            let prefix = u.split('{').next().unwrap_or("").to_string();
+                            if self.templates.len() < MAX_URIS
+                                && !self.templates.iter().any(|(p, _)| *p == prefix)
+                            {
+                                self.templates.push((prefix, *i));
+                            }
+                        }
+                        all.push(t.clone());
+                    }
+                }
                 json!({"resourceTemplates": all})
             }
             _ => json!({}),

@@ -8,10 +8,12 @@
 //! request (its bearer token, its headers) is sent upstream: the gateway makes its own.
 //!
 //! Each message is one POST; its answer (JSON, or an SSE stream read to its end) comes back
-//! as lines. POSTs are sent in order (each waits for its response headers), their bodies
-//! read concurrently, so a slow tool call holds nothing else up. A request the upstream
-//! refuses or cannot be reached for is answered with a JSON-RPC error, never silence.
+//! as lines. Until `initialize` is answered, messages go one at a time (the session id
+//! comes with its answer); after, each in a task of its own (at most 64 at once), so a slow
+//! tool call holds nothing else up, and a cancelled request stops being waited for. A
+//! request the upstream refuses or cannot be reached for is answered with a JSON-RPC error, never silence.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -74,7 +76,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
                 .collect();
             if ok.is_empty() {
                 return Err(format!(
-                    "{host} resolves only to addresses the gateway may not connect to ({found:?})"
+                    "{host} resolves only to addresses the gateway may not connect to"
                 )
                 .into());
             }
@@ -150,10 +152,22 @@ impl Remote {
                 lines: tx,
                 log,
                 in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+                bodies: Mutex::new(HashMap::new()),
+                expired: std::sync::atomic::AtomicBool::new(false),
             });
             let mut reader = BufReader::new(read);
+            // Every task this session starts: aborted with it, whatever the upstream does.
+            let mut tasks = tokio::task::JoinSet::new();
             let mut listening = false;
+            let mut ready = false;
             loop {
+                while tasks.try_join_next().is_some() {}
+                // A task may end before its handle is filed: finished ones go.
+                lock(&state.bodies).retain(|_, h| !h.is_finished());
+                if state.expired.load(std::sync::atomic::Ordering::Relaxed) {
+                    (state.log)("the upstream server forgot the session; it ends here too");
+                    break;
+                }
                 let line = match frame::read(&mut reader, MAX_FRAME).await {
                     Ok(Frame::Line(l)) => l,
                     Ok(Frame::Oversized(_)) => continue,
@@ -162,12 +176,54 @@ impl Remote {
                 let Ok((msg, kind)) = jsonrpc::parse(&line) else {
                     continue;
                 };
-                Arc::clone(&state).post(msg, kind).await;
+                if let Kind::Notification { method } = &kind
+                    && method == "notifications/cancelled"
+                    && let Some(rid) = msg.pointer("/params/requestId")
+                    && let Some(h) = lock(&state.bodies).remove(&jsonrpc::id_key(rid))
+                {
+                    h.abort();
+                }
+                if !ready {
+                    // Until initialize is answered, in order: the session id comes with it.
+                    let initialize =
+                        matches!(&kind, Kind::Request { method, .. } if method == "initialize");
+                    Arc::clone(&state).post(msg, kind).await;
+                    ready = initialize;
+                } else {
+                    let id = match &kind {
+                        Kind::Request { id, .. } => Some(id.clone()),
+                        _ => None,
+                    };
+                    let Ok(permit) = Arc::clone(&state.in_flight).try_acquire_owned() else {
+                        state
+                            .fail(
+                                id.as_ref(),
+                                format!("more than {MAX_IN_FLIGHT} requests in progress upstream"),
+                            )
+                            .await;
+                        continue;
+                    };
+                    let st = Arc::clone(&state);
+                    let key = id.as_ref().map(jsonrpc::id_key);
+                    let done = key.clone();
+                    let h = tasks.spawn(async move {
+                        Arc::clone(&st).post(msg, kind).await;
+                        if let Some(k) = done {
+                            lock(&st.bodies).remove(&k);
+                        }
+                        drop(permit);
+                    });
+                    if let Some(k) = key {
+                        lock(&state.bodies).insert(k, h);
+                    }
+                }
                 if !listening && state.session().is_some() {
                     listening = true;
-                    tokio::spawn(Arc::clone(&state).listen());
+                    tasks.spawn(Arc::clone(&state).listen());
                 }
             }
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
             state.end().await;
             drop(state);
             let _ = writer.await;
@@ -188,6 +244,10 @@ struct Upstream {
     lines: mpsc::Sender<Vec<u8>>,
     log: Arc<dyn Fn(&str) + Send + Sync>,
     in_flight: Arc<Semaphore>,
+    /// Requests whose answer is being waited for, to abort when they are cancelled.
+    bodies: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// The upstream forgot the session (404): the pipe ends, so the client hears of it.
+    expired: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -244,10 +304,20 @@ impl Upstream {
         let resp = match sent {
             Ok(r) => r,
             Err(e) => {
+                // Not the URL: it may carry credentials. The causes say what went wrong
+                // (refused address, connection refused, TLS).
+                let e = e.without_url();
+                let mut why = e.to_string();
+                let mut cause = std::error::Error::source(&e);
+                while let Some(c) = cause {
+                    why.push_str(": ");
+                    why.push_str(&c.to_string());
+                    cause = c.source();
+                }
                 return self
                     .fail(
                         id.as_ref(),
-                        format!("the upstream server cannot be reached: {e}"),
+                        format!("the upstream server cannot be reached: {why}"),
                     )
                     .await;
             }
@@ -262,7 +332,11 @@ impl Upstream {
             *lock(&self.session) = Some(s.to_string());
         }
         if !status.is_success() {
-            let body = resp.text().await.unwrap_or_default();
+            if status == reqwest::StatusCode::NOT_FOUND && self.session().is_some() {
+                self.expired
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            let body = read_capped(resp, 4096).await;
             let answered = serde_json::from_str::<Value>(&body)
                 .ok()
                 .filter(|v| id.is_some() && v.get("id") == id.as_ref() && v.get("error").is_some());
@@ -287,33 +361,26 @@ impl Upstream {
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|c| c.starts_with("text/event-stream"));
-        let Ok(permit) = Arc::clone(&self.in_flight).acquire_owned().await else {
-            return;
-        };
-        // The body is read on its own, so the next message is not held up by this one.
-        tokio::spawn(async move {
-            let _permit = permit;
-            let answered = if sse {
-                self.read_events(resp, initialize).await
-            } else {
-                match read_limited(resp).await {
-                    Some(v) => {
-                        self.note_version(&v, initialize);
-                        let ok = v.get("id") == id.as_ref();
-                        self.emit(&v).await;
-                        ok
-                    }
-                    None => false,
+        let answered = if sse {
+            self.read_events(resp, initialize, id.as_ref()).await
+        } else {
+            match read_limited(resp).await {
+                Some(v) => {
+                    self.note_version(&v, initialize);
+                    let ok = v.get("id") == id.as_ref();
+                    self.emit(&v).await;
+                    ok
                 }
-            };
-            if !answered {
-                self.fail(
-                    id.as_ref(),
-                    "the upstream server ended its answer without answering".into(),
-                )
-                .await;
+                None => false,
             }
-        });
+        };
+        if !answered {
+            self.fail(
+                id.as_ref(),
+                "the upstream server ended its answer without answering".into(),
+            )
+            .await;
+        }
     }
 
     fn note_version(&self, v: &Value, initialize: bool) {
@@ -326,7 +393,12 @@ impl Upstream {
 
     /// Reads an SSE body to its end, emitting every message. Whether an answer (a response)
     /// was among them.
-    async fn read_events(&self, resp: reqwest::Response, initialize: bool) -> bool {
+    async fn read_events(
+        &self,
+        resp: reqwest::Response,
+        initialize: bool,
+        id: Option<&Value>,
+    ) -> bool {
         let mut answered = false;
         let mut events = Events::default();
         let mut body = resp.bytes_stream();
@@ -337,7 +409,9 @@ impl Upstream {
                     continue;
                 };
                 self.note_version(&v, initialize);
-                answered |= matches!(jsonrpc::classify(&v), Ok(Kind::Response { .. }));
+                answered |= id.is_some()
+                    && v.get("id") == id
+                    && matches!(jsonrpc::classify(&v), Ok(Kind::Response { .. }));
                 self.emit(&v).await;
             }
             if events.overflowed {
@@ -360,7 +434,7 @@ impl Upstream {
             return;
         };
         if resp.status().is_success() {
-            self.read_events(resp, false).await;
+            self.read_events(resp, false, None).await;
         }
     }
 
@@ -374,6 +448,20 @@ impl Upstream {
             .await;
         }
     }
+}
+
+/// At most `max` bytes of a body, as text.
+async fn read_capped(resp: reqwest::Response, max: usize) -> String {
+    let mut buf = Vec::new();
+    let mut body = resp.bytes_stream();
+    while let Some(Ok(chunk)) = body.next().await {
+        let room = max.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if buf.len() >= max {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&buf).to_string()
 }
 
 /// A JSON body of at most [`MAX_FRAME`] bytes.

@@ -162,7 +162,8 @@ impl Lane {
 
     /// Asks the writer to finish what is queued and close its side.
     async fn close(&self) {
-        let _ = self.tx.send(None).await;
+        // Bounded: a stuck writer with a full queue must not hold the shutdown up.
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.tx.send(None)).await;
     }
 }
 
@@ -375,6 +376,8 @@ where
             if life.wait(Duration::from_secs(2)).await.is_none() {
                 life.end().await;
             }
+            // Answers the server wrote before it went are still routed to the client.
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut server_side).await;
             Ended::ClientClosed
         }
         _ = &mut server_side => {

@@ -91,6 +91,9 @@ const METADATA_V4: &[Ipv4Addr] = &[
     Ipv4Addr::new(169, 254, 169, 253), // AWS VPC DNS
     Ipv4Addr::new(100, 100, 100, 200), // Alibaba Cloud
     Ipv4Addr::new(192, 0, 0, 192),     // Oracle Cloud (legacy)
+    // Azure's WireServer (agent and extension configuration, certificates): a public
+    // address only Azure hosts reach, and one a workload must not be steered to.
+    Ipv4Addr::new(168, 63, 129, 16),
 ];
 
 const METADATA_V6: &[Ipv6Addr] = &[
@@ -367,6 +370,7 @@ mod tests {
             ("100.127.255.255", HostClass::SharedCgnat),
             ("100.128.0.1", HostClass::Public),
             ("100.100.100.200", HostClass::Metadata),
+            ("168.63.129.16", HostClass::Metadata),
             ("0.0.0.0", HostClass::Unspecified),
             ("0.1.2.3", HostClass::Unspecified),
             ("255.255.255.255", HostClass::Broadcast),

@@ -247,6 +247,8 @@ pub(crate) fn compile(
         let valid_name = !name.is_empty()
             && name.len() <= 32
             && !name.contains("__")
+            && !name.starts_with('_')
+            && !name.ends_with('_')
             && name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
@@ -254,7 +256,7 @@ pub(crate) fn compile(
             issues.at(
                 entry.referenced,
                 format!(
-                    "server name {name:?}: use 1-32 letters, digits, '-' or '_' (no \"__\"): it prefixes tool names"
+                    "server name {name:?}: use 1-32 letters, digits, '-' or '_' (no \"__\", no '_' at either end): it prefixes tool names"
                 ),
             );
             continue;

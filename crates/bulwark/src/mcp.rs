@@ -487,10 +487,11 @@ fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
         let (mut from, mut to) = tokio::io::split(link.io);
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        // The client's messages go up until it closes stdin; the answers come down until
+        // the aggregate has answered what was asked (it waits a while for that, then ends).
         let upward = async {
             let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut to).await;
             let _ = tokio::io::AsyncWriteExt::shutdown(&mut to).await;
-            // The client is done sending; what is on its way to it still goes out.
             std::future::pending::<()>().await;
         };
         let downward = async {
@@ -499,8 +500,8 @@ fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
             let _ = tokio::io::AsyncWriteExt::flush(&mut out).await;
         };
         let code = tokio::select! {
-            _ = upward => ExitCode::SUCCESS,
             _ = downward => ExitCode::SUCCESS,
+            _ = upward => ExitCode::SUCCESS,
             _ = term.recv() => ExitCode::from(130),
             _ = int.recv() => ExitCode::from(130),
         };

@@ -663,3 +663,30 @@ fn the_policys_servers_are_offered_as_one_with_prefixes() {
     let (status, _) = g.finish();
     assert!(status.success());
 }
+
+#[test]
+fn cancelled_calls_free_their_place_in_the_aggregate() {
+    let state = scratch();
+    let policy = servers_policy(&state);
+    // The session's rate limit is not what is tested here.
+    let mut text = std::fs::read_to_string(&policy).unwrap();
+    text.push_str(
+        "rate:\n  session: { calls: 100000, network: 100000, actuate: 10, per_secs: 60 }\n",
+    );
+    std::fs::write(&policy, text).unwrap();
+    let mut g = Gateway::start(&state, &["--policy", policy.to_str().unwrap()], &[]);
+    g.initialize();
+    let names = g.tool_names();
+    assert!(names.contains(&"hostile__slow".to_string()), "{names:?}");
+    // More cancelled calls than the aggregate keeps waiting at once.
+    for id in 0..1100u64 {
+        let call = json!({"jsonrpc":"2.0","id":format!("slow-{id}"),"method":"tools/call",
+            "params":{"name":"hostile__slow","arguments":{}}});
+        g.send_raw(call.to_string().as_bytes());
+        let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+            "params":{"requestId":format!("slow-{id}"),"reason":"test"}});
+        g.send_raw(cancel.to_string().as_bytes());
+    }
+    let r = g.call("everything__get-sum", json!({"a": 1, "b": 2}));
+    assert!(r["result"]["content"].to_string().contains('3'), "{r}");
+}

@@ -1433,3 +1433,22 @@ fn the_policys_servers_are_served_over_http_as_one() {
     let answer = r.messages().into_iter().last().unwrap();
     assert_eq!(answer["error"]["code"], -32096, "{answer}");
 }
+
+#[test]
+fn a_name_that_resolves_to_loopback_is_refused_without_permission() {
+    let upstream = HttpServer::start();
+    let state = scratch();
+    // A host name, not an address: the check happens when the gateway resolves it.
+    let url = format!("http://localhost:{}/mcp", upstream.port);
+    let gw = HttpGateway::start(&state, &["--upstream-url", &url], &[]);
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}});
+    let r = http(&gw.addr, "POST", "/mcp", &[CT, JSON_SSE], &init.to_string());
+    let answer = r.messages().into_iter().last().unwrap();
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("may not connect"), "{answer}");
+    assert!(
+        !message.contains("127.0.0.1"),
+        "no internal address in the error: {answer}"
+    );
+}

@@ -6,8 +6,8 @@
 //! (Unix seconds) and `X-Bulwark-Signature`: the hex HMAC-SHA256, under the key in the
 //! policy's `identities.header_signing_key_env`, of
 //! `agent "\n" role "\n" user "\n" timestamp`. A signature that is missing, wrong or more
-//! than five minutes off leaves the headers unverified — refused (401) when the policy
-//! says `require_verified`.
+//! than five minutes off leaves the caller unverified, and the claims out of its name —
+//! refused (401) when the policy says `require_verified`.
 //!
 //! ```
 //! use bulwark_mcp::http::identity::{Identity, sign};
@@ -149,10 +149,14 @@ impl Identity {
                 Err(why) if self.require_verified => return Err(AuthError::Signature(why)),
                 Err(_) => verified = false,
             }
-            if signed.is_ok() && !self.needs_token() {
-                verified = true;
+            if signed.is_ok() {
+                if !self.needs_token() {
+                    verified = true;
+                }
+                // Only signed claims name the caller: unsigned ones could be varied at will
+                // to dodge per-caller limits.
+                parts.push(format!("agent={a};role={r};user={u}"));
             }
-            parts.push(format!("agent={a};role={r};user={u}"));
         }
         Ok(Principal {
             id: (!parts.is_empty()).then(|| parts.join(";")),

@@ -148,7 +148,7 @@ pub struct HttpFront {
     /// The upstream session stateless (2026-07-28) requests are wrapped in.
     /// The upstream sessions stateless (2026-07-28) requests are wrapped in, one per
     /// identity, so one caller's taint is never another's.
-    stateless: tokio::sync::Mutex<HashMap<String, (Arc<Session>, Value)>>,
+    stateless: Mutex<HashMap<String, stateless::Slot>>,
     upstream_ids: AtomicU64,
     /// Shutting down: no new sessions.
     closing: std::sync::atomic::AtomicBool,
@@ -177,7 +177,7 @@ impl HttpFront {
             counter: AtomicU64::new(0),
             started: Instant::now(),
             log,
-            stateless: tokio::sync::Mutex::new(HashMap::new()),
+            stateless: Mutex::new(HashMap::new()),
             upstream_ids: AtomicU64::new(0),
             closing: std::sync::atomic::AtomicBool::new(false),
         }))

@@ -211,12 +211,31 @@ impl HttpFront {
             principal.verified,
             principal.id.as_deref().unwrap_or("")
         );
-        let mut slots = self.stateless.lock().await;
-        slots.retain(|_, (s, _)| !s.ended());
-        if let Some((s, init)) = slots.get(&key) {
+        // One slot per caller, locked while its upstream is initialized: callers wait only
+        // for their own.
+        let slot = {
+            let mut slots = match self.stateless.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            if slots.len() >= self.config.max_sessions * 2 {
+                slots.retain(|_, slot| {
+                    slot.try_lock()
+                        .map_or(true, |s| s.as_ref().is_some_and(|(s, _)| !s.ended()))
+                });
+            }
+            Arc::clone(slots.entry(key).or_default())
+        };
+        let mut slot = slot.lock().await;
+        if let Some((s, init)) = slot.as_ref()
+            && !s.ended()
+        {
+            s.touch(self.now_ms());
             return Ok((Arc::clone(s), init.clone()));
         }
         let session = self.open_session(Wire::Stateless, "2025-11-25", principal)?;
+        // A caller that goes away while this runs does not leave the upstream behind.
+        let guard = StopUnlessKept(Some(Arc::clone(&session)));
         let id = json!("bulwark-initialize");
         let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25",
@@ -255,8 +274,29 @@ impl HttpFront {
         if !session.send(&initialized, self.config.send_wait).await {
             return Err(unavailable("it does not take messages"));
         }
-        slots.insert(key, (Arc::clone(&session), result.clone()));
+        guard.keep();
+        *slot = Some((Arc::clone(&session), result.clone()));
         Ok((session, result))
+    }
+}
+
+/// The upstream session of one caller's stateless requests, once initialized.
+pub(super) type Slot = Arc<tokio::sync::Mutex<Option<(Arc<Session>, Value)>>>;
+
+/// Stops a session when dropped, unless kept.
+struct StopUnlessKept(Option<Arc<Session>>);
+
+impl StopUnlessKept {
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for StopUnlessKept {
+    fn drop(&mut self) {
+        if let Some(s) = self.0.take() {
+            s.stop();
+        }
     }
 }
 
@@ -423,9 +463,12 @@ impl Rewrite {
     pub(super) fn apply(&self, text: &str) -> Option<String> {
         let mut v: Value = serde_json::from_str(text).ok()?;
         if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-            if let Some(t) = &self.token {
-                v["params"]["progressToken"] = t.clone();
+            // Only this request's own progress: the token is the upstream id it was given.
+            let t = self.token.as_ref()?;
+            if v.pointer("/params/progressToken") != Some(&self.upstream_id) {
+                return None;
             }
+            v["params"]["progressToken"] = t.clone();
             return Some(v.to_string());
         }
         if v.get("id") != Some(&self.upstream_id) {

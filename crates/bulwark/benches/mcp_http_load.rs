@@ -1,0 +1,383 @@
+//! Load harness for the MCP gateway's Streamable HTTP front (issue: ≤ 0.25 ms p50 /
+//! ≤ 0.5 ms p99 added at 3k calls/s).
+//!
+//! Drives `tools/call` at fixed rates (open loop: calls are issued on schedule whether or
+//! not earlier ones were answered, over a pool of keep-alive connections) against the same
+//! HTTP upstream three ways, in one run:
+//!
+//! - **direct**: the client talks to the upstream;
+//! - **tcp relay**: through a bare TCP relay (one more hop, no parsing) — the floor;
+//! - **bulwark**: through `bulwark mcp --listen … --upstream-url …` with the default policy
+//!   (arguments and results scanned, definitions pinned), its per-session rate limit lifted.
+//!
+//! The upstream is a minimal MCP server over HTTP/1.1 in this program, answering JSON, so
+//! nothing but the hop under test differs. `cargo bench -p bulwark --bench mcp_http_load`
+//! prints a Markdown table for docs/benchmarks.md.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_bulwark");
+
+/// One HTTP/1.1 request from `r`: (headers, body); `None` at the end of the connection.
+fn read_request(r: &mut BufReader<TcpStream>) -> Option<(Vec<String>, Vec<u8>)> {
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end().to_string();
+        if line.is_empty() {
+            break;
+        }
+        headers.push(line);
+    }
+    let len = headers
+        .iter()
+        .find_map(|h| {
+            let (k, v) = h.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).ok()?;
+    Some((headers, body))
+}
+
+/// The upstream: a minimal MCP server over HTTP with one tool, `echo`.
+fn serve_upstream(listener: TcpListener) {
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        std::thread::spawn(move || {
+            let _ = conn.set_nodelay(true);
+            let mut w = conn.try_clone().unwrap();
+            let mut r = BufReader::new(conn);
+            while let Some((headers, body)) = read_request(&mut r) {
+                let get = headers.first().is_some_and(|l| !l.starts_with("POST"));
+                let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let reply = match (get, msg.get("id"), msg["method"].as_str()) {
+                    (true, _, _) | (false, None, _) => None,
+                    (false, Some(id), m) => {
+                        let result = match m {
+                            Some("initialize") => json!({
+                                "protocolVersion": "2025-06-18",
+                                "capabilities": {"tools": {}},
+                                "serverInfo": {"name": "echo", "version": "1"},
+                            }),
+                            Some("tools/list") => json!({"tools": [{
+                                "name": "echo",
+                                "description": "Echo the message back.",
+                                "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+                            }]}),
+                            Some("tools/call") => json!({"content": [{
+                                "type": "text",
+                                "text": msg.pointer("/params/arguments/message").and_then(Value::as_str).unwrap_or(""),
+                            }]}),
+                            _ => json!({}),
+                        };
+                        Some(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
+                    }
+                };
+                let head = match (&reply, get) {
+                    (_, true) => {
+                        "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_string()
+                    }
+                    (None, _) => "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_string(),
+                    (Some(b), _) => format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: load-1\r\nContent-Length: {}\r\n\r\n{b}",
+                        b.len()
+                    ),
+                };
+                if w.write_all(head.as_bytes()).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+/// A bare TCP relay to `to`.
+fn serve_relay(listener: TcpListener, to: String) {
+    for conn in listener.incoming() {
+        let Ok(a) = conn else { continue };
+        let Ok(b) = TcpStream::connect(&to) else {
+            continue;
+        };
+        let _ = a.set_nodelay(true);
+        let _ = b.set_nodelay(true);
+        let (mut a2, mut b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
+        let (mut a, mut b) = (a, b);
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut a, &mut b);
+        });
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut b2, &mut a2);
+        });
+    }
+}
+
+/// A keep-alive client connection.
+struct Conn {
+    w: TcpStream,
+    r: BufReader<TcpStream>,
+    host: String,
+}
+
+impl Conn {
+    fn open(addr: &str) -> Conn {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_nodelay(true).unwrap();
+        Conn {
+            w: s.try_clone().unwrap(),
+            r: BufReader::new(s),
+            host: addr.to_string(),
+        }
+    }
+
+    /// POSTs `body`; returns the status, the session header and the body.
+    fn post(&mut self, session: Option<&str>, body: &str) -> (u16, Option<String>, Vec<u8>) {
+        let mut req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n",
+            self.host,
+            body.len()
+        );
+        if let Some(s) = session {
+            req.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        self.w.write_all(req.as_bytes()).unwrap();
+        let mut status = String::new();
+        self.r.read_line(&mut status).unwrap();
+        let code: u16 = status.split(' ').nth(1).unwrap_or("0").parse().unwrap_or(0);
+        let (mut len, mut sid, mut chunked) = (0usize, None, false);
+        loop {
+            let mut h = String::new();
+            self.r.read_line(&mut h).unwrap();
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                match k.to_ascii_lowercase().as_str() {
+                    "content-length" => len = v.trim().parse().unwrap(),
+                    "mcp-session-id" => sid = Some(v.trim().to_string()),
+                    "transfer-encoding" => chunked = v.trim() == "chunked",
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        if chunked {
+            loop {
+                let mut size = String::new();
+                self.r.read_line(&mut size).unwrap();
+                let n = usize::from_str_radix(size.trim(), 16).unwrap();
+                let mut chunk = vec![0; n + 2];
+                self.r.read_exact(&mut chunk).unwrap();
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&chunk[..n]);
+            }
+        } else {
+            out.resize(len, 0);
+            self.r.read_exact(&mut out).unwrap();
+        }
+        (code, sid, out)
+    }
+}
+
+/// Opens an MCP session at `addr`; returns its id.
+fn session(addr: &str) -> String {
+    let mut c = Conn::open(addr);
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"load","version":"1"}}});
+    let (code, sid, body) = c.post(None, &init.to_string());
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    let sid = sid.unwrap();
+    c.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    let (code, _, body) = c.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    sid
+}
+
+const WORKERS: usize = 24;
+
+/// Calls at `rate` per second for `n` calls over `WORKERS` connections; round trips in µs,
+/// measured from when each call was due.
+fn open_loop(addr: &str, sid: &str, n: u64, rate: u64, tag: u64) -> Vec<f64> {
+    let (jobs_tx, jobs_rx): (Sender<(u64, Instant)>, Receiver<(u64, Instant)>) = channel();
+    let jobs = Arc::new(Mutex::new(jobs_rx));
+    let (done_tx, done_rx) = channel::<f64>();
+    let mut handles = Vec::new();
+    for _ in 0..WORKERS {
+        let (jobs, done, addr, sid) = (
+            Arc::clone(&jobs),
+            done_tx.clone(),
+            addr.to_string(),
+            sid.to_string(),
+        );
+        handles.push(std::thread::spawn(move || {
+            let mut c = Conn::open(&addr);
+            loop {
+                let job = jobs.lock().unwrap().recv();
+                let Ok((id, due)) = job else { break };
+                let message = format!(
+                    "Summarise the open pull requests for the payments service and list the ones \
+                     waiting for review longer than three days, with their authors. (request {tag}-{id})"
+                );
+                let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"message":message}}});
+                let (code, _, body) = c.post(Some(&sid), &call.to_string());
+                assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+                let v: Value = serde_json::from_slice(&body).unwrap();
+                assert!(v.get("result").is_some(), "{v}");
+                done.send(due.elapsed().as_secs_f64() * 1e6).unwrap();
+            }
+        }));
+    }
+    drop(done_tx);
+    let start = Instant::now();
+    for i in 0..n {
+        let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        jobs_tx.send((i + 2, due)).unwrap();
+    }
+    drop(jobs_tx);
+    let rtt: Vec<f64> = done_rx.iter().collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(rtt.len() as u64, n);
+    rtt
+}
+
+fn pct(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
+}
+
+fn listen() -> (TcpListener, String) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = l.local_addr().unwrap().to_string();
+    (l, a)
+}
+
+fn rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+struct Gateway(Child);
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let (up, up_addr) = listen();
+    std::thread::spawn(move || serve_upstream(up));
+    let (rl, relay_addr) = listen();
+    let to = up_addr.clone();
+    std::thread::spawn(move || serve_relay(rl, to));
+
+    let state = std::env::temp_dir().join(format!("bulwark-mcp-http-load-{}", std::process::id()));
+    std::fs::create_dir_all(&state).unwrap();
+    let limited = "  session: { calls: 60, network: 30, actuate: 10, per_secs: 60 }";
+    assert!(bulwark_policy::DEFAULT_POLICY.contains(limited));
+    let policy = state.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        bulwark_policy::DEFAULT_POLICY.replace(
+            limited,
+            "  session: { calls: 1000000, network: 1000000, actuate: 10, per_secs: 1 }",
+        ),
+    )
+    .unwrap();
+    let bulwark_port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bulwark_addr = format!("127.0.0.1:{bulwark_port}");
+    let gw = Gateway(
+        Command::new(BIN)
+            .args(["mcp", "--policy", policy.to_str().unwrap()])
+            .args(["--state-dir", state.to_str().unwrap()])
+            .args(["--listen", &bulwark_addr])
+            .args(["--upstream-url", &format!("http://{up_addr}/mcp")])
+            .arg("--upstream-allow-internal")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let started = Instant::now();
+    while TcpStream::connect(&bulwark_addr).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let idle = rss_mb(gw.0.id());
+
+    let rates = [1000u64, 3000];
+    let secs = 4u64;
+    println!("| path | rate (calls/s) | p50 µs | p99 µs | p50 added µs | p99 added µs |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut direct: Vec<(f64, f64)> = Vec::new();
+    for (name, addr) in [
+        ("direct", up_addr.as_str()),
+        ("tcp relay", relay_addr.as_str()),
+        ("bulwark", bulwark_addr.as_str()),
+    ] {
+        let sid = session(addr);
+        // Warm up the path.
+        open_loop(addr, &sid, 2000, 2000, 0);
+        for (k, &rate) in rates.iter().enumerate() {
+            let mut rtt = open_loop(addr, &sid, rate * secs, rate, k as u64 + 1);
+            let (p50, p99) = (pct(&mut rtt, 0.50), pct(&mut rtt, 0.99));
+            if name == "direct" {
+                direct.push((p50, p99));
+            }
+            let (d50, d99) = direct[k];
+            println!(
+                "| {name} | {rate} | {p50:.0} | {p99:.0} | {:.0} | {:.0} |",
+                p50 - d50,
+                p99 - d99
+            );
+        }
+    }
+    eprintln!(
+        "bulwark --listen: idle RSS after start-up {idle:.1} MB; after the load {:.1} MB",
+        rss_mb(gw.0.id())
+    );
+    drop(gw);
+    let _ = std::fs::remove_dir_all(&state);
+}
