@@ -18,7 +18,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -221,7 +221,7 @@ const WORKERS: usize = 24;
 /// Calls at `rate` per second for `n` calls over `WORKERS` connections; round trips in µs,
 /// measured from when each call was due.
 fn open_loop(addr: &str, sid: &str, n: u64, rate: u64, tag: u64) -> Vec<f64> {
-    let (jobs_tx, jobs_rx): (Sender<(u64, Instant)>, Receiver<(u64, Instant)>) = channel();
+    let (jobs_tx, jobs_rx) = channel::<(u64, Instant)>();
     let jobs = Arc::new(Mutex::new(jobs_rx));
     let (done_tx, done_rx) = channel::<f64>();
     let mut handles = Vec::new();
