@@ -595,7 +595,7 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
         Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
     )
     .context("cannot draw session-id keys")?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = runtime_for_http()
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
@@ -663,4 +663,21 @@ fn remote(args: &McpArgs, url: &str) -> Result<bulwark_mcp::remote::Remote> {
         args.upstream_allow_internal,
         std::time::Duration::from_secs(3600),
     )?)
+}
+
+/// The HTTP front's runtime: `BULWARK_HTTP_THREADS` workers (default 1, measured in
+/// docs/benchmarks.md).
+fn runtime_for_http() -> tokio::runtime::Builder {
+    match std::env::var("BULWARK_HTTP_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 1)
+    {
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+        None => tokio::runtime::Builder::new_current_thread(),
+    }
 }

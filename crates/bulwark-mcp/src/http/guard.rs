@@ -68,8 +68,18 @@ impl Guard {
 /// `host[:port]` without the port; `[v6]:port` keeps its brackets.
 fn strip_port(h: &str) -> &str {
     if h.starts_with('[') {
+        // `[v6]` or `[v6]:port`; anything else after the bracket keeps it whole (no match).
         return match h.find(']') {
-            Some(end) => &h[..=end],
+            Some(end) => match &h[end + 1..] {
+                "" => &h[..=end],
+                rest if rest.len() > 1
+                    && rest.starts_with(':')
+                    && rest[1..].bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    &h[..=end]
+                }
+                _ => h,
+            },
             None => h,
         };
     }
@@ -112,6 +122,8 @@ mod tests {
             "evil.example.com",
             "127.0.0.1.nip.io:80",
             "localhost.evil:80",
+            "[::1]evil",
+            "[::1]:",
         ] {
             assert!(g.check(Some(bad), None).is_err(), "{bad}");
         }

@@ -16,6 +16,7 @@
 //!   `Last-Event-ID` resumes exactly the stream it names;
 //! - every body, queue, stream and session count is bounded.
 
+pub mod conns;
 pub mod guard;
 pub mod identity;
 pub mod session;
@@ -121,6 +122,10 @@ pub struct HttpConfig {
     pub send_wait: Duration,
     /// How often an idle SSE stream gets a comment, so proxies keep it open.
     pub keepalive: Duration,
+    /// Connections at once.
+    pub max_connections: usize,
+    /// How long a request body may take to arrive.
+    pub body_timeout: Duration,
 }
 
 impl Default for HttpConfig {
@@ -132,6 +137,8 @@ impl Default for HttpConfig {
             idle_timeout: Duration::from_secs(30 * 60),
             send_wait: Duration::from_secs(10),
             keepalive: Duration::from_secs(15),
+            max_connections: conns::MAX_CONNECTIONS,
+            body_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -370,7 +377,8 @@ pub async fn serve(
     let stopper = Arc::clone(&front);
     let (began, mut begun) = tokio::sync::watch::channel(0usize);
     let count = begun.clone();
-    let server = axum::serve(listener, router(front)).with_graceful_shutdown(async move {
+    let bounded = conns::Bounded::new(listener, front.config.max_connections);
+    let server = axum::serve(bounded, router(front)).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = began.send(stopper.stop_all());
     });
@@ -502,9 +510,22 @@ fn owned(session: &Session, principal: &Principal, id: &Value) -> Result<(), Rej
     ))
 }
 
-async fn read_body(req: Request) -> Result<Value, Reject> {
-    let bytes = axum::body::to_bytes(req.into_body(), MAX_FRAME)
+async fn read_body(req: Request, within: Duration) -> Result<Value, Reject> {
+    // A body that drips in holds a connection and a buffer: it gets `within` to arrive.
+    let read = tokio::time::timeout(within, axum::body::to_bytes(req.into_body(), MAX_FRAME));
+    let bytes = read
         .await
+        .map_err(|_| {
+            reject(
+                StatusCode::REQUEST_TIMEOUT,
+                &Value::Null,
+                jsonrpc::INVALID_REQUEST,
+                &format!(
+                    "the request body did not arrive within {} s",
+                    within.as_secs()
+                ),
+            )
+        })?
         .map_err(|_| {
             reject(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -572,7 +593,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
             "Accept must allow application/json or text/event-stream",
         );
     }
-    let message = match read_body(req).await {
+    let message = match read_body(req, front.config.body_timeout).await {
         Ok(v) => v,
         Err(r) => return r.into_response(),
     };
@@ -1086,7 +1107,7 @@ async fn post_message(State(front): State<Arc<HttpFront>>, req: Request) -> Resp
     if let Err(r) = owned(&session, &principal, &Value::Null) {
         return r.into_response();
     }
-    let message = match read_body(req).await {
+    let message = match read_body(req, front.config.body_timeout).await {
         Ok(v) => v,
         Err(r) => return r.into_response(),
     };

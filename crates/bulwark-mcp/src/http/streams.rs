@@ -352,8 +352,24 @@ impl Streams {
         }
     }
 
-    /// The session is over: every reader ends once it has what was sent.
+    /// The session is over: every request still waiting gets an error answer (never a
+    /// stream that just stops), and every reader ends once it has what was sent.
     pub fn end(&mut self) {
+        if self.ended {
+            return;
+        }
+        let waiting: Vec<String> = self.by_request.keys().cloned().collect();
+        for key in waiting {
+            let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
+            let e = jsonrpc::error(
+                &id,
+                jsonrpc::INTERNAL_ERROR,
+                "the session ended before the answer came",
+                None,
+            );
+            let text: Arc<str> = Arc::from(e.to_string());
+            self.route(&e, text);
+        }
         self.ended = true;
     }
 
@@ -561,6 +577,30 @@ mod tests {
             Some(a)
         );
         assert!(matches!(s.poll(a, ra, 0), Poll::Events(e) if e.len() == 1));
+    }
+
+    #[test]
+    fn a_session_that_ends_answers_what_waits() {
+        let mut s = Streams::new();
+        let (a, ra) = s
+            .open(
+                &json!(7),
+                &json!({"jsonrpc":"2.0","id":7,"method":"tools/call"}),
+                Mode::Events,
+            )
+            .unwrap();
+        s.end();
+        match s.poll(a, ra, 0) {
+            Poll::Events(e) => {
+                let v: Value = serde_json::from_str(&e[0].1).unwrap();
+                assert_eq!(
+                    (v["id"].clone(), v["error"]["code"].clone()),
+                    (json!(7), json!(-32603))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.poll(a, ra, 1), Poll::End);
     }
 
     #[test]
