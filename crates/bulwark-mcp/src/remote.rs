@@ -90,6 +90,8 @@ impl reqwest::dns::Resolve for GuardedResolver {
 pub struct Remote {
     url: reqwest::Url,
     client: reqwest::Client,
+    /// The 2024-11-05 HTTP+SSE transport (a URL whose path ends in `/sse`).
+    legacy_sse: bool,
 }
 
 impl Remote {
@@ -123,9 +125,11 @@ impl Remote {
             .read_timeout(timeout)
             .build()
             .map_err(|e| RemoteError::Client(e.to_string()))?;
+        let legacy_sse = parsed.path().ends_with("/sse");
         Ok(Remote {
             url: parsed,
             client,
+            legacy_sse,
         })
     }
 
@@ -144,6 +148,18 @@ impl Remote {
             }
         });
         let remote = self.clone();
+        if self.legacy_sse {
+            let task = tokio::spawn(async move {
+                legacy_sse(remote, read, tx, log).await;
+                let _ = writer.await;
+            });
+            let (out_read, out_write) = tokio::io::split(theirs);
+            return Pipe {
+                input: Box::new(out_write),
+                output: Box::new(out_read),
+                task,
+            };
+        }
         let task = tokio::spawn(async move {
             let state = Arc::new(Upstream {
                 remote,
@@ -404,7 +420,7 @@ impl Upstream {
         let mut body = resp.bytes_stream();
         while let Some(chunk) = body.next().await {
             let Ok(chunk) = chunk else { break };
-            for data in events.feed(&chunk) {
+            for (_, data) in events.feed(&chunk) {
                 let Ok(v) = serde_json::from_str::<Value>(&data) else {
                     continue;
                 };
@@ -484,11 +500,13 @@ async fn read_limited(resp: reqwest::Response) -> Option<Value> {
 struct Events {
     line: Vec<u8>,
     data: String,
+    event: String,
     overflowed: bool,
 }
 
 impl Events {
-    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+    /// The events completed by `bytes`: (event type, data).
+    fn feed(&mut self, bytes: &[u8]) -> Vec<(String, String)> {
         let mut out = Vec::new();
         for &b in bytes {
             if b != b'\n' {
@@ -504,13 +522,16 @@ impl Events {
                 line.pop();
             }
             if line.is_empty() {
+                let event = std::mem::take(&mut self.event);
                 if !self.data.is_empty() {
-                    out.push(std::mem::take(&mut self.data));
+                    out.push((event, std::mem::take(&mut self.data)));
                 }
                 continue;
             }
             let text = String::from_utf8_lossy(&line);
-            if let Some(rest) = text.strip_prefix("data:") {
+            if let Some(rest) = text.strip_prefix("event:") {
+                self.event = rest.trim().chars().take(64).collect();
+            } else if let Some(rest) = text.strip_prefix("data:") {
                 if !self.data.is_empty() {
                     self.data.push('\n');
                 }
@@ -525,6 +546,157 @@ impl Events {
     }
 }
 
+/// A 2024-11-05 HTTP+SSE server: one GET stream carries everything the server sends; its
+/// first event names where to POST. That endpoint must be on the same origin as the stream
+/// (the server does not get to send the gateway elsewhere).
+async fn legacy_sse(
+    remote: Remote,
+    read: tokio::io::ReadHalf<tokio::io::DuplexStream>,
+    lines: mpsc::Sender<Vec<u8>>,
+    log: Arc<dyn Fn(&str) + Send + Sync>,
+) {
+    let resp = remote
+        .client
+        .get(remote.url.clone())
+        .header("accept", "text/event-stream")
+        .send()
+        .await;
+    let resp = match resp {
+        Ok(r) if r.status().is_success() => r,
+        Ok(r) => {
+            return log(&format!(
+                "the upstream SSE stream answered HTTP {}",
+                r.status()
+            ));
+        }
+        Err(e) => {
+            return log(&format!(
+                "the upstream SSE stream cannot be opened: {}",
+                e.without_url()
+            ));
+        }
+    };
+    let mut body = resp.bytes_stream();
+    let mut events = Events::default();
+    let mut endpoint = None;
+    // The endpoint first; messages before it are kept.
+    let mut early = Vec::new();
+    while endpoint.is_none() {
+        let Some(Ok(chunk)) = body.next().await else {
+            return log("the upstream SSE stream ended before naming its endpoint");
+        };
+        for (event, data) in events.feed(&chunk) {
+            if event == "endpoint" && endpoint.is_none() {
+                match remote.url.join(data.trim()) {
+                    Ok(u) if u.origin() == remote.url.origin() => endpoint = Some(u),
+                    _ => {
+                        return log(&format!(
+                            "the upstream named an endpoint on another origin ({data:?}); refused"
+                        ));
+                    }
+                }
+            } else {
+                early.push(data);
+            }
+        }
+        if events.overflowed {
+            return log("the upstream sent an SSE event over the size limit");
+        }
+    }
+    let Some(endpoint) = endpoint else { return };
+    for data in early {
+        let _ = lines.send(data.into_bytes()).await;
+    }
+    let down = {
+        let lines = lines.clone();
+        let log = Arc::clone(&log);
+        async move {
+            while let Some(chunk) = body.next().await {
+                let Ok(chunk) = chunk else { break };
+                for (event, data) in events.feed(&chunk) {
+                    if (event.is_empty() || event == "message")
+                        && serde_json::from_str::<Value>(&data).is_ok()
+                        && lines.send(data.into_bytes()).await.is_err()
+                    {
+                        return;
+                    }
+                }
+                if events.overflowed {
+                    log("the upstream sent an SSE event over the size limit; stream dropped");
+                    return;
+                }
+            }
+            log("the upstream SSE stream ended");
+        }
+    };
+    let up = async {
+        let mut reader = BufReader::new(read);
+        let mut tasks = tokio::task::JoinSet::new();
+        let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+        loop {
+            while tasks.try_join_next().is_some() {}
+            let line = match frame::read(&mut reader, MAX_FRAME).await {
+                Ok(Frame::Line(l)) => l,
+                Ok(Frame::Oversized(_)) => continue,
+                Ok(Frame::Eof) | Err(_) => break,
+            };
+            let Ok((msg, kind)) = jsonrpc::parse(&line) else {
+                continue;
+            };
+            let id = match kind {
+                Kind::Request { id, .. } => Some(id),
+                _ => None,
+            };
+            let (fail_lines, fail_log) = (lines.clone(), Arc::clone(&log));
+            let fail = move |why: String| {
+                let lines = fail_lines.clone();
+                let log = Arc::clone(&fail_log);
+                let id = id.clone();
+                async move {
+                    log(&why);
+                    if let Some(id) = id {
+                        let e = jsonrpc::error(&id, jsonrpc::INTERNAL_ERROR, &why, None);
+                        let _ = lines.send(e.to_string().into_bytes()).await;
+                    }
+                }
+            };
+            let Ok(permit) = Arc::clone(&in_flight).try_acquire_owned() else {
+                fail(format!(
+                    "more than {MAX_IN_FLIGHT} requests in progress upstream"
+                ))
+                .await;
+                continue;
+            };
+            let post = remote
+                .client
+                .post(endpoint.clone())
+                .header("content-type", "application/json")
+                .body(msg.to_string());
+            tasks.spawn(async move {
+                let _permit = permit;
+                match post.send().await {
+                    Ok(r) if r.status().is_success() => {}
+                    Ok(r) => {
+                        fail(format!("the upstream server answered HTTP {}", r.status())).await
+                    }
+                    Err(e) => {
+                        fail(format!(
+                            "the upstream server cannot be reached: {}",
+                            e.without_url()
+                        ))
+                        .await
+                    }
+                }
+            });
+        }
+        tasks.abort_all();
+    };
+    tokio::select! {
+        _ = down => {}
+        _ = up => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,9 +708,11 @@ mod tests {
             let mut e = Events::default();
             let mut got = e.feed(&text[..cut]);
             got.extend(e.feed(&text[cut..]));
+            let got: Vec<(&str, &str)> =
+                got.iter().map(|(e, d)| (e.as_str(), d.as_str())).collect();
             assert_eq!(
                 got,
-                vec!["{\"a\":1}".to_string(), "{\"b\":\n2}".to_string()],
+                vec![("message", "{\"a\":1}"), ("", "{\"b\":\n2}")],
                 "cut {cut}"
             );
         }

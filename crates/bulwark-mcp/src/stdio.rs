@@ -217,7 +217,9 @@ pub enum Server {
 /// How a server is waited for and ended.
 enum Life {
     Child(Child, Option<u32>),
-    Pipe(tokio::task::JoinHandle<()>),
+    /// The pipe's task, until it has been seen to finish (a finished handle is not polled
+    /// again).
+    Pipe(Option<tokio::task::JoinHandle<()>>),
 }
 
 impl Life {
@@ -228,7 +230,14 @@ impl Life {
                 Ok(Ok(s)) => Some(s.code()),
                 _ => None,
             },
-            Life::Pipe(t) => tokio::time::timeout(d, t).await.ok().map(|_| None),
+            Life::Pipe(slot) => {
+                let t = slot.as_mut()?;
+                let done = tokio::time::timeout(d, t).await.is_ok();
+                if done {
+                    *slot = None;
+                }
+                done.then_some(None)
+            }
         }
     }
 
@@ -236,10 +245,11 @@ impl Life {
         match self {
             Life::Child(c, group) => terminate(c, *group).await,
             // Given a moment to end its upstream session (it has seen its input close).
-            Life::Pipe(t) => {
-                if tokio::time::timeout(Duration::from_secs(2), &mut *t)
-                    .await
-                    .is_err()
+            Life::Pipe(slot) => {
+                if let Some(mut t) = slot.take()
+                    && tokio::time::timeout(Duration::from_secs(2), &mut t)
+                        .await
+                        .is_err()
                 {
                     t.abort();
                 }
@@ -276,7 +286,7 @@ where
             };
             (Box::new(i), Box::new(o), Some(e), Life::Child(child, group))
         }
-        Server::Pipe(p) => (p.input, p.output, None, Life::Pipe(p.task)),
+        Server::Pipe(p) => (p.input, p.output, None, Life::Pipe(Some(p.task))),
     };
 
     let (to_client, client_q) = Lane::new();
@@ -376,8 +386,16 @@ where
             if life.wait(Duration::from_secs(2)).await.is_none() {
                 life.end().await;
             }
-            // Answers the server wrote before it went are still routed to the client.
+            // Answers the server wrote before it went are still routed to the client; what
+            // it never answered gets an error, as when the server goes first.
             let _ = tokio::time::timeout(Duration::from_secs(2), &mut server_side).await;
+            for o in gateway.server_gone("it ended before answering") {
+                if let Out::Client(v) = o
+                    && !to_client.send(&v).await
+                {
+                    break;
+                }
+            }
             Ended::ClientClosed
         }
         _ = &mut server_side => {

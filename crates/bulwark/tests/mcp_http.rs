@@ -303,6 +303,22 @@ fn the_official_sdk_sees_server_everything_unchanged_over_http_and_sse() {
     ));
     assert_eq!(direct, gated, "stdio to an HTTP upstream");
     assert_eq!(bad["error"]["data"]["reason_code"], "SCHEMA_INVALID");
+    // And in front of a 2024-11-05 HTTP+SSE server (a URL ending in /sse).
+    let sse = HttpServer::start_mode("sse");
+    let url = format!("http://127.0.0.1:{}/sse", sse.port);
+    let (gated, _) = strip(sdk(
+        "everything",
+        &[
+            BIN,
+            "mcp",
+            "--state-dir",
+            scratch().to_str().unwrap(),
+            "--upstream-url",
+            &url,
+            "--upstream-allow-internal",
+        ],
+    ));
+    assert_eq!(direct, gated, "stdio to an HTTP+SSE upstream");
 }
 
 #[test]
@@ -677,11 +693,16 @@ struct HttpServer {
 
 impl HttpServer {
     fn start() -> HttpServer {
+        HttpServer::start_mode("streamableHttp")
+    }
+
+    /// `mode`: `streamableHttp`, or `sse` (the 2024-11-05 transport, at /sse).
+    fn start_mode(mode: &str) -> HttpServer {
         let server = node_server("server-everything");
         let port = free_port();
         let child = Command::new("node")
             .arg(&server)
-            .arg("streamableHttp")
+            .arg(mode)
             .env("PORT", port.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -917,6 +938,44 @@ fn a_remote_server_gets_no_client_credentials_and_internal_ones_need_permission(
         "{seen}"
     );
     assert!(requests.iter().any(|r| r["method"] == "DELETE"), "{seen}");
+    // A 2024-11-05 upstream whose endpoint is on another origin: never followed.
+    let before = std::fs::read_to_string(&record).unwrap().lines().count();
+    let o = Command::new(BIN)
+        .args([
+            "mcp",
+            "--state-dir",
+            dir.to_str().unwrap(),
+            "--upstream-url",
+        ])
+        .arg(format!("http://127.0.0.1:{port}/sse"))
+        .arg("--upstream-allow-internal")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut o = o;
+    let mut stdin = o.stdin.take().unwrap();
+    writeln!(stdin, "{init}").unwrap();
+    drop(stdin);
+    let out = o.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let answer: Value = serde_json::from_str(stdout.lines().next().unwrap_or("null")).unwrap();
+    assert!(answer.get("error").is_some(), "{stdout}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another origin"),
+        "{out:?}"
+    );
+    let after: Vec<String> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .skip(before)
+        .map(str::to_string)
+        .collect();
+    assert!(
+        after.iter().all(|l| l.contains("\"GET\"")),
+        "only the stream was opened: {after:?}"
+    );
     let _ = upstream.kill();
     let _ = upstream.wait();
 }

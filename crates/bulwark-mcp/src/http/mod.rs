@@ -739,8 +739,9 @@ async fn json_answer(
         reader,
         cancel: rewrite.as_ref().map(|r| r.upstream_id.clone()),
     };
+    let waker = session.streams().waker(stream);
     loop {
-        let notified = session.notify.notified();
+        let notified = waker.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
         let polled = session.streams().poll(stream, reader, 0);
@@ -858,6 +859,7 @@ impl Default for SseOpts {
 
 struct SseState {
     guard: ReaderGuard,
+    waker: Arc<tokio::sync::Notify>,
     cursor: u64,
     first: Option<String>,
     keepalive: Duration,
@@ -871,7 +873,9 @@ fn sse_body(session: Arc<Session>, stream: u64, reader: u64, opts: SseOpts) -> B
         (None, true) => Some(format!("id: {stream}-{}\ndata: \n\n", opts.cursor)),
         (None, false) => None,
     };
+    let waker = session.streams().waker(stream);
     let state = SseState {
+        waker,
         guard: ReaderGuard {
             session,
             stream,
@@ -889,7 +893,8 @@ fn sse_body(session: Arc<Session>, stream: u64, reader: u64, opts: SseOpts) -> B
         }
         loop {
             let session = Arc::clone(&st.guard.session);
-            let notified = session.notify.notified();
+            let waker = Arc::clone(&st.waker);
+            let notified = waker.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let polled = session

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader, DuplexStream};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use super::streams::Streams;
 use crate::frame::{self, Frame};
@@ -47,9 +47,6 @@ pub struct Session {
     /// Who opened it: only the same identity may use it.
     pub principal: bulwark_engine::Principal,
     streams: Mutex<Streams>,
-    /// Wakes readers when a stream has something new (few readers per session: they each
-    /// look again).
-    pub(crate) notify: Notify,
     to_server: mpsc::Sender<Vec<u8>>,
     stop: Mutex<Option<oneshot::Sender<()>>>,
     version: Mutex<String>,
@@ -75,7 +72,6 @@ impl Session {
             wire,
             principal,
             streams: Mutex::new(Streams::new()),
-            notify: Notify::new(),
             to_server: tx,
             stop: Mutex::new(Some(link.stop)),
             version: Mutex::new(version.to_string()),
@@ -114,7 +110,6 @@ impl Session {
                 }
             }
             s.streams().end();
-            s.notify.notify_waiters();
             on_end(&s.id);
         });
         session
@@ -160,8 +155,10 @@ impl Session {
                 *lock(&self.version) = ver.to_string();
             }
         }
-        self.streams().route(&v, Arc::from(text));
-        self.notify.notify_waiters();
+        let mut streams = self.streams();
+        if let Some(n) = streams.route(&v, Arc::from(text)) {
+            streams.wake(n);
+        }
     }
 
     /// Notes the id of the `initialize` request, so the version the server answers with is
@@ -213,7 +210,6 @@ impl Session {
             let _ = s.send(());
         }
         self.streams().end();
-        self.notify.notify_waiters();
     }
 
     /// Whether the upstream is gone.

@@ -301,8 +301,9 @@ impl Drop for StopUnlessKept {
 }
 
 async fn next_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Option<Value> {
+    let waker = session.streams().waker(stream);
     loop {
-        let notified = session.notify.notified();
+        let notified = waker.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
         let polled = session.streams().poll(stream, reader, 0);

@@ -51,6 +51,8 @@ struct Stream {
     delivered: u64,
     progress: Option<String>,
     request: Option<String>,
+    /// Wakes this stream's reader (only it: a session's other readers sleep on).
+    wake: Arc<tokio::sync::Notify>,
 }
 
 impl Stream {
@@ -64,6 +66,7 @@ impl Stream {
             delivered: 0,
             progress: None,
             request: None,
+            wake: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -169,6 +172,28 @@ impl Streams {
         Ok((n, reader))
     }
 
+    /// What wakes stream `stream`'s reader; a fresh one (nobody wakes it) for a stream that
+    /// is gone, whose reader's next look ends it anyway.
+    pub fn waker(&self, stream: u64) -> Arc<tokio::sync::Notify> {
+        self.streams
+            .get(&stream)
+            .map(|s| Arc::clone(&s.wake))
+            .unwrap_or_default()
+    }
+
+    /// Wakes stream `stream`'s reader.
+    pub fn wake(&self, stream: u64) {
+        if let Some(s) = self.streams.get(&stream) {
+            s.wake.notify_waiters();
+        }
+    }
+
+    fn wake_all(&self) {
+        for s in self.streams.values() {
+            s.wake.notify_waiters();
+        }
+    }
+
     /// Whether stream `stream` still waits for its answer.
     pub fn is_open(&self, stream: u64) -> bool {
         self.streams.get(&stream).is_some_and(|s| !s.done)
@@ -251,6 +276,8 @@ impl Streams {
         }
         if let Some(st) = self.streams.get_mut(&stream) {
             st.reader = reader;
+            // The reader it is taken from wakes to find it gone.
+            st.wake.notify_waiters();
         }
         Ok((stream, reader, seq))
     }
@@ -371,6 +398,7 @@ impl Streams {
             self.route(&e, text);
         }
         self.ended = true;
+        self.wake_all();
     }
 
     /// Whether the session is over.
