@@ -50,7 +50,7 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     engine.warm_up();
     let pins = PinFile::open(&pins_dir, &identity)?;
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "mcp")?;
-    if let Some(listen) = &args.listen {
+    if args.listen.is_some() || aggregated {
         let shared = Shared {
             engine,
             callers,
@@ -60,19 +60,10 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
             audit,
             servers: if aggregated { servers } else { Vec::new() },
         };
-        return run_http(args, listen, shared);
-    }
-    if aggregated {
-        let shared = Shared {
-            engine,
-            callers,
-            pins_dir,
-            identity,
-            env,
-            audit,
-            servers,
+        return match &args.listen {
+            Some(listen) => run_http(args, listen, shared),
+            None => run_stdio_aggregate(args, shared),
         };
-        return run_stdio_aggregate(args, shared);
     }
     let closer = audit.clone();
     let started = std::time::SystemTime::now()

@@ -44,7 +44,7 @@ use crate::stdio::{self, MAX_FRAME, ServerCommand};
 use bulwark_engine::Principal;
 use guard::Guard;
 pub use session::{Link, Session, Wire};
-use streams::{GET_STREAM, Mode, Poll, StreamError};
+use streams::{GET_STREAM, Mode, StreamError};
 
 /// The protocol versions served with sessions.
 pub const SESSION_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -739,52 +739,43 @@ async fn json_answer(
         reader,
         cancel: rewrite.as_ref().map(|r| r.upstream_id.clone()),
     };
-    let waker = session.streams().waker(stream);
-    loop {
-        let notified = waker.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let polled = session.streams().poll(stream, reader, 0);
-        match polled {
-            Poll::Events(e) => {
-                let answer = e.into_iter().last().and_then(|(_, text)| match &rewrite {
-                    Some(rw) => rw.apply(&text),
-                    None => Some(text.to_string()),
-                });
-                if let Some(text) = answer {
-                    // A stateless client learns of an unknown method from the status.
-                    let unknown = rewrite.is_some()
-                        && serde_json::from_str::<Value>(&text)
-                            .ok()
-                            .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64))
-                            == Some(stateless::METHOD_NOT_FOUND);
-                    let status = if unknown {
-                        StatusCode::NOT_FOUND
-                    } else {
-                        StatusCode::OK
-                    };
-                    return (
-                        status,
-                        [(
-                            header::CONTENT_TYPE,
-                            HeaderValue::from_static("application/json"),
-                        )],
-                        text,
-                    )
-                        .into_response();
-                }
-            }
-            Poll::End => {
-                return rpc_error(
-                    StatusCode::BAD_GATEWAY,
-                    &rewrite.map(|r| r.client_id.clone()).unwrap_or(Value::Null),
-                    jsonrpc::INTERNAL_ERROR,
-                    "the upstream ended before answering",
-                );
-            }
-            Poll::Wait => notified.await,
+    let mut cursor = 0;
+    while let Some(events) = session.next_events(stream, reader, cursor).await {
+        for (seq, text) in events {
+            cursor = seq;
+            let answer = match &rewrite {
+                Some(rw) => rw.apply(&text),
+                None => Some(text.to_string()),
+            };
+            let Some(text) = answer else { continue };
+            // A stateless client learns of an unknown method from the status.
+            let unknown = rewrite.is_some()
+                && serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64))
+                    == Some(stateless::METHOD_NOT_FOUND);
+            let status = if unknown {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::OK
+            };
+            return (
+                status,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                text,
+            )
+                .into_response();
         }
     }
+    rpc_error(
+        StatusCode::BAD_GATEWAY,
+        &rewrite.map(|r| r.client_id.clone()).unwrap_or(Value::Null),
+        jsonrpc::INTERNAL_ERROR,
+        "the upstream ended before answering",
+    )
 }
 
 fn sse_response(body: Body) -> Response {
@@ -859,7 +850,6 @@ impl Default for SseOpts {
 
 struct SseState {
     guard: ReaderGuard,
-    waker: Arc<tokio::sync::Notify>,
     cursor: u64,
     first: Option<String>,
     keepalive: Duration,
@@ -873,9 +863,7 @@ fn sse_body(session: Arc<Session>, stream: u64, reader: u64, opts: SseOpts) -> B
         (None, true) => Some(format!("id: {stream}-{}\ndata: \n\n", opts.cursor)),
         (None, false) => None,
     };
-    let waker = session.streams().waker(stream);
     let state = SseState {
-        waker,
         guard: ReaderGuard {
             session,
             stream,
@@ -893,47 +881,43 @@ fn sse_body(session: Arc<Session>, stream: u64, reader: u64, opts: SseOpts) -> B
         }
         loop {
             let session = Arc::clone(&st.guard.session);
-            let waker = Arc::clone(&st.waker);
-            let notified = waker.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let polled = session
-                .streams()
-                .poll(st.guard.stream, st.guard.reader, st.cursor);
-            match polled {
-                Poll::Events(list) => {
-                    let mut chunk = String::new();
-                    for (seq, text) in list {
-                        st.cursor = seq;
-                        match &st.rewrite {
-                            Some(rw) => {
-                                if let Some(t) = rw.apply(&text) {
-                                    chunk.push_str(&format!("event: message\ndata: {t}\n\n"));
-                                }
-                            }
-                            None => chunk.push_str(&format!(
-                                "id: {}-{seq}\nevent: message\ndata: {text}\n\n",
-                                st.guard.stream
-                            )),
+            let (stream, reader) = (st.guard.stream, st.guard.reader);
+            let next = session.next_events(stream, reader, st.cursor);
+            let list = match tokio::time::timeout(st.keepalive, next).await {
+                Err(_) => return Some((Ok(Bytes::from_static(b": keepalive\n\n")), st)),
+                Ok(None) => return None,
+                Ok(Some(list)) => list,
+            };
+            let mut chunk = String::new();
+            for (seq, text) in list {
+                st.cursor = seq;
+                match &st.rewrite {
+                    Some(rw) => {
+                        if let Some(t) = rw.apply(&text) {
+                            chunk.push_str(&format!("event: message\ndata: {t}\n\n"));
                         }
                     }
-                    session
-                        .streams()
-                        .delivered(st.guard.stream, st.guard.reader, st.cursor);
-                    if !chunk.is_empty() {
-                        return Some((Ok(Bytes::from(chunk)), st));
-                    }
+                    None => chunk.push_str(&format!(
+                        "id: {stream}-{seq}\nevent: message\ndata: {text}\n\n"
+                    )),
                 }
-                Poll::End => return None,
-                Poll::Wait => {
-                    if tokio::time::timeout(st.keepalive, notified).await.is_err() {
-                        return Some((Ok(Bytes::from_static(b": keepalive\n\n")), st));
-                    }
-                }
+            }
+            session.streams().delivered(stream, reader, st.cursor);
+            if !chunk.is_empty() {
+                return Some((Ok(Bytes::from(chunk)), st));
             }
         }
     });
     Body::from_stream(events)
+}
+
+/// 405 for a stateless client's GET or DELETE: there are no sessions or streams for it.
+fn post_only() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, HeaderValue::from_static("POST"))],
+    )
+        .into_response()
 }
 
 async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Response {
@@ -942,11 +926,7 @@ async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
         Err(r) => return r.into_response(),
     };
     if stateless::is_stateless(&headers) {
-        return (
-            StatusCode::METHOD_NOT_ALLOWED,
-            [(header::ALLOW, HeaderValue::from_static("POST"))],
-        )
-            .into_response();
+        return post_only();
     }
     let (_, sse_ok) = accepts(&headers);
     if !sse_ok {
@@ -1011,11 +991,7 @@ async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> 
         Err(r) => return r.into_response(),
     };
     if stateless::is_stateless(&headers) {
-        return (
-            StatusCode::METHOD_NOT_ALLOWED,
-            [(header::ALLOW, HeaderValue::from_static("POST"))],
-        )
-            .into_response();
+        return post_only();
     }
     let Some(sid) = session_header(&headers) else {
         return rpc_error(

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{mpsc, oneshot};
 
-use super::streams::Streams;
+use super::streams::{Poll, Streams};
 use crate::frame::{self, Frame};
 use crate::jsonrpc::{self, Kind};
 use crate::stdio::MAX_FRAME;
@@ -158,6 +158,28 @@ impl Session {
         let mut streams = self.streams();
         if let Some(n) = streams.route(&v, Arc::from(text)) {
             streams.wake(n);
+        }
+    }
+
+    /// Waits for what stream `stream` has after `cursor` for reader `reader`; `None` once
+    /// the stream has ended (or was taken over). Cancel-safe: nothing is consumed.
+    pub async fn next_events(
+        &self,
+        stream: u64,
+        reader: u64,
+        cursor: u64,
+    ) -> Option<Vec<(u64, Arc<str>)>> {
+        let waker = self.streams().waker(stream);
+        loop {
+            let notified = waker.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let polled = self.streams().poll(stream, reader, cursor);
+            match polled {
+                Poll::Events(e) => return Some(e),
+                Poll::End => return None,
+                Poll::Wait => notified.await,
+            }
         }
     }
 

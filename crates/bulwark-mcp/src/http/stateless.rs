@@ -26,7 +26,7 @@ use bulwark_engine::Principal;
 use serde_json::{Value, json};
 
 use super::session::{Session, Wire};
-use super::streams::{Mode, Poll};
+use super::streams::Mode;
 use super::{HttpFront, Reject, Rewrite, SESSION_VERSIONS, header_str, reject};
 use crate::jsonrpc::{self, Kind};
 
@@ -301,20 +301,10 @@ impl Drop for StopUnlessKept {
 }
 
 async fn next_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Option<Value> {
-    let waker = session.streams().waker(stream);
-    loop {
-        let notified = waker.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let polled = session.streams().poll(stream, reader, 0);
-        match polled {
-            Poll::Events(e) => {
-                return e.last().and_then(|(_, t)| serde_json::from_str(t).ok());
-            }
-            Poll::End => return None,
-            Poll::Wait => notified.await,
-        }
-    }
+    let events = session.next_events(stream, reader, 0).await?;
+    events
+        .last()
+        .and_then(|(_, t)| serde_json::from_str(t).ok())
 }
 
 /// Serves one stateless request (or notification).
