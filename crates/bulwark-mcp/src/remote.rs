@@ -199,12 +199,15 @@ impl Remote {
                 {
                     h.abort();
                 }
-                if !ready {
+                let notification = matches!(kind, Kind::Notification { .. });
+                if !ready || notification {
                     // Until initialize is answered, in order: the session id comes with it.
+                    // Notifications always in order (a quick 202): `initialized` must arrive
+                    // before the next request, and a cancellation after what it cancels.
                     let initialize =
                         matches!(&kind, Kind::Request { method, .. } if method == "initialize");
                     Arc::clone(&state).post(msg, kind).await;
-                    ready = initialize;
+                    ready |= initialize;
                 } else {
                     let id = match &kind {
                         Kind::Request { id, .. } => Some(id.clone()),
@@ -224,8 +227,12 @@ impl Remote {
                     let done = key.clone();
                     let h = tasks.spawn(async move {
                         Arc::clone(&st).post(msg, kind).await;
+                        // Only its own entry: the id may already serve a newer request.
                         if let Some(k) = done {
-                            lock(&st.bodies).remove(&k);
+                            let mut bodies = lock(&st.bodies);
+                            if bodies.get(&k).is_some_and(|h| h.id() == tokio::task::id()) {
+                                bodies.remove(&k);
+                            }
                         }
                         drop(permit);
                     });
@@ -238,6 +245,11 @@ impl Remote {
                     tasks.spawn(Arc::clone(&state).listen());
                 }
             }
+            // What is still being answered gets a moment to arrive, then everything stops.
+            let _ = tokio::time::timeout(Duration::from_secs(2), async {
+                while tasks.join_next().await.is_some() {}
+            })
+            .await;
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
             state.end().await;

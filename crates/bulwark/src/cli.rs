@@ -186,9 +186,9 @@ pub struct McpArgs {
     #[arg(long = "env", value_name = "NAME[=VALUE]")]
     pub env: Vec<String>,
     /// Serve MCP over Streamable HTTP at http://ADDR/mcp (and the 2024-11-05 /sse +
-    /// /message pair) instead of stdio; each client session gets its own server process.
-    /// Loopback by default; another address is served with a warning, and its Host and
-    /// Origin must then be listed with --allow-host / --allow-origin.
+    /// /message pair) instead of stdio; each client session gets its own upstream session
+    /// (for a command, its own server process). Another address than loopback needs
+    /// --allow-host (the Host names clients use) and is served with a warning.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// With --listen: a Host name (without port) clients may use besides the loopback

@@ -23,7 +23,8 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     let identity = args
         .name
         .clone()
-        .or_else(|| args.upstream_url.clone())
+        // Not the whole URL: credentials in it must not reach logs, pins and audit.
+        .or_else(|| args.upstream_url.as_deref().map(url_name))
         .unwrap_or_else(|| {
             args.command
                 .iter()
@@ -670,5 +671,20 @@ fn runtime_for_http() -> tokio::runtime::Builder {
             b
         }
         None => tokio::runtime::Builder::new_current_thread(),
+    }
+}
+
+/// A remote server's default name: scheme, host, port and path — no user, password,
+/// query or fragment.
+fn url_name(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => format!(
+            "{}://{}{}{}",
+            u.scheme(),
+            u.host_str().unwrap_or(""),
+            u.port().map(|p| format!(":{p}")).unwrap_or_default(),
+            u.path()
+        ),
+        Err(_) => "remote".to_string(),
     }
 }

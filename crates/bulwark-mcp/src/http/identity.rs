@@ -158,6 +158,11 @@ impl Identity {
                 parts.push(format!("agent={a};role={r};user={u}"));
             }
         }
+        if self.require_verified && !verified {
+            return Err(AuthError::Signature(
+                "the policy requires a verified caller: a bearer token or signed identity headers",
+            ));
+        }
         Ok(Principal {
             id: (!parts.is_empty()).then(|| parts.join(";")),
             verified,

@@ -748,6 +748,7 @@ async fn json_answer(
                 None => Some(text.to_string()),
             };
             let Some(text) = answer else { continue };
+            session.streams().delivered(stream, reader, seq);
             // A stateless client learns of an unknown method from the status.
             let unknown = rewrite.is_some()
                 && serde_json::from_str::<Value>(&text)

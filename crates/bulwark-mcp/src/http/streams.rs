@@ -238,7 +238,13 @@ impl Streams {
             .or_insert_with(|| Stream::new(Mode::Events));
         s.reader = reader;
         s.done = false;
-        let cursor = s.delivered;
+        // After what the last reader was sent, or — if more came meanwhile than is kept —
+        // from the oldest kept (what fell out is counted, not replayed forever).
+        let first_kept = s.events.front().map_or(s.next_seq, |(n, _)| *n);
+        if first_kept > s.delivered + 1 {
+            self.dropped += first_kept - s.delivered - 1;
+        }
+        let cursor = s.delivered.max(first_kept.saturating_sub(1));
         for m in waiting {
             s.push(m);
         }
@@ -342,15 +348,32 @@ impl Streams {
                 }
                 self.open.retain(|o| *o != n);
                 self.finished.push_back(n);
-                while self.finished.len() > MAX_FINISHED {
-                    if let Some(old) = self.finished.pop_front() {
-                        self.streams.remove(&old);
-                    }
-                }
+                self.trim_finished();
             }
             return Some(n);
         }
         self.unrelated(text)
+    }
+
+    /// Keeps at most [`MAX_FINISHED`] finished streams whose reader has had the answer; one
+    /// whose answer is still unread is kept too (up to [`MAX_OPEN`] of them), or a burst of
+    /// answers could be dropped before their readers run.
+    fn trim_finished(&mut self) {
+        while self.finished.len() > MAX_FINISHED {
+            let read = self.finished.iter().position(|n| {
+                self.streams
+                    .get(n)
+                    .is_none_or(|s| s.events.back().is_none_or(|(last, _)| s.delivered >= *last))
+            });
+            let victim = match read {
+                Some(i) => self.finished.remove(i),
+                None if self.finished.len() > MAX_OPEN => self.finished.pop_front(),
+                None => break,
+            };
+            if let Some(old) = victim {
+                self.streams.remove(&old);
+            }
+        }
     }
 
     fn unrelated(&mut self, text: Arc<str>) -> Option<u64> {
@@ -634,16 +657,48 @@ mod tests {
     #[test]
     fn finished_streams_are_bounded() {
         let mut s = Streams::new();
+        // Answers nobody has read yet are kept (a burst must not lose them)…
+        let mut opened = Vec::new();
         for i in 0..MAX_FINISHED as u64 + 10 {
-            s.open(
+            let (n, r) = s
+                .open(
+                    &json!(i),
+                    &json!({"jsonrpc":"2.0","id":i,"method":"ping"}),
+                    Mode::Events,
+                )
+                .unwrap();
+            route(&mut s, json!({"jsonrpc":"2.0","id":i,"result":{}}));
+            opened.push((n, r));
+        }
+        assert_eq!(s.streams.len(), MAX_FINISHED + 10);
+        assert!(matches!(
+            s.poll(opened[0].0, opened[0].1, 0),
+            Poll::Events(_)
+        ));
+        // …and once read, the oldest go.
+        for (n, r) in &opened {
+            s.delivered(*n, *r, 1);
+        }
+        s.open(
+            &json!("x"),
+            &json!({"jsonrpc":"2.0","id":"x","method":"ping"}),
+            Mode::Events,
+        )
+        .unwrap();
+        route(&mut s, json!({"jsonrpc":"2.0","id":"x","result":{}}));
+        assert_eq!(s.streams.len(), MAX_FINISHED);
+        assert!(s.resume("1-0").is_err());
+        // Unread ones are bounded too.
+        let mut t = Streams::new();
+        for i in 0..MAX_OPEN as u64 + 5 {
+            t.open(
                 &json!(i),
                 &json!({"jsonrpc":"2.0","id":i,"method":"ping"}),
                 Mode::Events,
             )
             .unwrap();
-            route(&mut s, json!({"jsonrpc":"2.0","id":i,"result":{}}));
+            route(&mut t, json!({"jsonrpc":"2.0","id":i,"result":{}}));
         }
-        assert_eq!(s.streams.len(), MAX_FINISHED);
-        assert!(s.resume("1-0").is_err());
+        assert_eq!(t.streams.len(), MAX_OPEN);
     }
 }

@@ -67,6 +67,9 @@ for line in sys.stdin:
     msg = json.loads(line)
     method, msg_id = msg.get("method"), msg.get("id")
     if msg_id is None:
+        if method == "notifications/cancelled":
+            # Said on stderr, which the gateway logs: tests see what was cancelled.
+            print("cancelled " + json.dumps(msg.get("params", {}).get("requestId")), file=sys.stderr, flush=True)
         continue
     if method is None:
         # The client's (or the gateway's) answer to one of our requests.
