@@ -15,6 +15,8 @@
 //! prints a Markdown table for docs/benchmarks.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -64,26 +66,10 @@ fn serve_upstream(listener: TcpListener) {
             while let Some((headers, body)) = read_request(&mut r) {
                 let get = headers.first().is_some_and(|l| !l.starts_with("POST"));
                 let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                let reply = match (get, msg.get("id"), msg["method"].as_str()) {
-                    (true, _, _) | (false, None, _) => None,
-                    (false, Some(id), m) => {
-                        let result = match m {
-                            Some("initialize") => json!({
-                                "protocolVersion": "2025-06-18",
-                                "capabilities": {"tools": {}},
-                                "serverInfo": {"name": "echo", "version": "1"},
-                            }),
-                            Some("tools/list") => json!({"tools": [{
-                                "name": "echo",
-                                "description": "Echo the message back.",
-                                "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
-                            }]}),
-                            Some("tools/call") => json!({"content": [{
-                                "type": "text",
-                                "text": msg.pointer("/params/arguments/message").and_then(Value::as_str).unwrap_or(""),
-                            }]}),
-                            _ => json!({}),
-                        };
+                let reply = match (get, msg.get("id")) {
+                    (true, _) | (false, None) => None,
+                    (false, Some(id)) => {
+                        let result = common::echo_result(&msg);
                         Some(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
                     }
                 };

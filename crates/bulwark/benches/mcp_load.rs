@@ -16,6 +16,8 @@
 //! prints a Markdown table for docs/benchmarks.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -37,23 +39,7 @@ fn echo() {
         let Some(id) = msg.get("id").cloned() else {
             continue;
         };
-        let result = match msg["method"].as_str() {
-            Some("initialize") => json!({
-                "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "echo", "version": "1"},
-            }),
-            Some("tools/list") => json!({"tools": [{
-                "name": "echo",
-                "description": "Echo the message back.",
-                "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
-            }]}),
-            Some("tools/call") => json!({"content": [{
-                "type": "text",
-                "text": msg.pointer("/params/arguments/message").and_then(Value::as_str).unwrap_or(""),
-            }]}),
-            _ => json!({}),
-        };
+        let result = common::echo_result(&msg);
         let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
         if writeln!(out, "{reply}").and_then(|()| out.flush()).is_err() {
             break;
