@@ -126,6 +126,9 @@ pub struct HttpConfig {
     pub max_connections: usize,
     /// How long a request body may take to arrive.
     pub body_timeout: Duration,
+    /// How long a connection may take to send a request's head (idle keep-alive
+    /// connections included).
+    pub header_timeout: Duration,
 }
 
 impl Default for HttpConfig {
@@ -139,6 +142,7 @@ impl Default for HttpConfig {
             keepalive: Duration::from_secs(15),
             max_connections: conns::MAX_CONNECTIONS,
             body_timeout: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -374,27 +378,48 @@ pub async fn serve(
             }
         })
     };
-    let stopper = Arc::clone(&front);
-    let (began, mut begun) = tokio::sync::watch::channel(0usize);
-    let count = begun.clone();
-    let bounded = conns::Bounded::new(listener, front.config.max_connections);
-    let server = axum::serve(bounded, router(front)).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = began.send(stopper.stop_all());
-    });
+    let app = router(Arc::clone(&front));
+    let header_timeout = front.config.header_timeout;
+    let mut listener = conns::Bounded::new(listener, front.config.max_connections);
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        while connections.try_join_next().is_some() {}
+        tokio::select! {
+            (io, _) = axum::serve::Listener::accept(&mut listener) => {
+                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                let mut stopping = stopping.clone();
+                connections.spawn(async move {
+                    // A connection that sends no request head within the timeout — first
+                    // or between requests — is closed: idle sockets do not hold places.
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(header_timeout)
+                        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = stopping.changed() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    let ended = front.stop_all();
+    let _ = stop.send(true);
     // A client that stops reading, or drips a body, does not hold the shutdown up.
-    let deadline = async move {
-        let _ = begun.changed().await;
-        let n = *begun.borrow();
-        tokio::time::sleep(DRAIN).await;
-        n
-    };
-    let result = tokio::select! {
-        r = server => r.map(|()| *count.borrow()),
-        n = deadline => Ok(n),
-    };
+    let _ = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    connections.abort_all();
     reaper.abort();
-    result
+    Ok(ended)
 }
 
 /// A request refused before it reached a session: the HTTP status and JSON-RPC error.
@@ -1122,9 +1147,8 @@ async fn post_message(State(front): State<Arc<HttpFront>>, req: Request) -> Resp
 mod tests {
     use super::*;
 
-    #[test]
-    fn session_ids_differ_and_do_not_count_up() {
-        let front = HttpFront::new(
+    fn idle_front(config: HttpConfig) -> Arc<HttpFront> {
+        HttpFront::new(
             Box::new(StdioConnector {
                 command: ServerCommand {
                     argv: vec!["true".into()],
@@ -1132,10 +1156,44 @@ mod tests {
                 },
                 gateway: Box::new(|_, _| Err("unused".into())),
             }),
-            HttpConfig::default(),
+            config,
             Box::new(|_| {}),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_sends_nothing_is_closed() {
+        use tokio::io::AsyncReadExt;
+        let front = idle_front(HttpConfig {
+            header_timeout: Duration::from_millis(200),
+            ..HttpConfig::default()
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, front, async move {
+            let _ = stopped.await;
+        }));
+        let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let closed = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut buf = [0u8; 256];
+            loop {
+                match idle.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(closed.is_ok(), "the idle connection was kept open");
+        let _ = stop.send(());
+        assert_eq!(server.await.unwrap().unwrap(), 0);
+    }
+
+    #[test]
+    fn session_ids_differ_and_do_not_count_up() {
+        let front = idle_front(HttpConfig::default());
         let ids: std::collections::HashSet<String> = (0..1000).map(|_| front.mint_id()).collect();
         assert_eq!(ids.len(), 1000);
         assert!(
