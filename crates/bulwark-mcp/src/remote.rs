@@ -170,6 +170,7 @@ impl Remote {
                 in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
                 bodies: Mutex::new(HashMap::new()),
                 expired: std::sync::atomic::AtomicBool::new(false),
+                forgot: tokio::sync::Notify::new(),
             });
             let mut reader = BufReader::new(read);
             // Every task this session starts: aborted with it, whatever the upstream does.
@@ -184,7 +185,16 @@ impl Remote {
                     (state.log)("the upstream server forgot the session; it ends here too");
                     break;
                 }
-                let line = match frame::read(&mut reader, MAX_FRAME).await {
+                // An upstream that forgot the session ends this one at once, not at the
+                // client's next message.
+                let read = tokio::select! {
+                    r = frame::read(&mut reader, MAX_FRAME) => r,
+                    _ = state.forgot.notified() => {
+                        (state.log)("the upstream server forgot the session; it ends here too");
+                        break;
+                    }
+                };
+                let line = match read {
                     Ok(Frame::Line(l)) => l,
                     Ok(Frame::Oversized(_)) => continue,
                     Ok(Frame::Eof) | Err(_) => break,
@@ -276,6 +286,7 @@ struct Upstream {
     bodies: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     /// The upstream forgot the session (404): the pipe ends, so the client hears of it.
     expired: std::sync::atomic::AtomicBool,
+    forgot: tokio::sync::Notify,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -363,6 +374,7 @@ impl Upstream {
             if status == reqwest::StatusCode::NOT_FOUND && self.session().is_some() {
                 self.expired
                     .store(true, std::sync::atomic::Ordering::Relaxed);
+                self.forgot.notify_one();
             }
             let body = read_capped(resp, 4096).await;
             let answered = serde_json::from_str::<Value>(&body)

@@ -1256,9 +1256,11 @@ fn shutdown_ends_every_server_and_does_not_wait_for_open_streams() {
     );
     let a = gw.addr.clone();
     let sid = initialize(&a);
+    // The child's command line, not the gateway's (which holds it after `--`).
+    let pattern = format!("^sh -c .*{marker}");
     let running = || {
         !Command::new("pgrep")
-            .args(["-f", &marker])
+            .args(["-f", &pattern])
             .output()
             .unwrap()
             .stdout
@@ -1604,4 +1606,47 @@ fn server_filesystem_over_http_masks_secrets_and_blocks_injections() {
     );
     assert!(!masked.contains("AKIAZ7KDPQXL4MWN3BVC"));
     assert_eq!(gated["read_poisoned"]["error"]["code"], -32095, "{gated}");
+}
+
+#[test]
+fn a_session_whose_initialize_fails_ends_its_server() {
+    let marker = format!("bulwark-failed-init-{}", std::process::id());
+    let script = "import sys, json\nfor line in sys.stdin:\n    m = json.loads(line)\n    if 'id' in m:\n        print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': -32600, 'message': 'no'}}), flush=True)\n";
+    let state = scratch();
+    let gw = HttpGateway::start(&state, &[], &["python3", "-c", script, &marker]);
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}});
+    let r = http(&gw.addr, "POST", "/mcp", &[CT, JSON_SSE], &init.to_string());
+    let answer = r.messages().into_iter().last().unwrap();
+    assert_eq!(
+        answer["error"]["message"], "no",
+        "the client still gets the error: {answer}"
+    );
+    // The child's command line, not the gateway's (which holds it after `--`).
+    let pattern = format!("^python3 -c .*{marker}");
+    let running = || {
+        !Command::new("pgrep")
+            .args(["-f", &pattern])
+            .output()
+            .unwrap()
+            .stdout
+            .is_empty()
+    };
+    let started = Instant::now();
+    while running() {
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "the server outlived its failed session"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sid = r.headers["mcp-session-id"].clone();
+    let ping = http(
+        &gw.addr,
+        "POST",
+        "/mcp",
+        &[CT, JSON_SSE, ("Mcp-Session-Id", &sid)],
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(ping.status, 404, "{ping:?}");
 }

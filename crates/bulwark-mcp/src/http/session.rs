@@ -147,17 +147,26 @@ impl Session {
                 _ => {}
             }
         }
+        let mut failed_initialize = false;
         if let Ok(Kind::Response { id }) = jsonrpc::classify(&v) {
             let init = lock(&self.initialize_id).clone();
-            if init.as_deref() == Some(jsonrpc::id_key(&id).as_str())
-                && let Some(ver) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
-            {
-                *lock(&self.version) = ver.to_string();
+            if init.as_deref() == Some(jsonrpc::id_key(&id).as_str()) {
+                match v.pointer("/result/protocolVersion").and_then(Value::as_str) {
+                    Some(ver) => *lock(&self.version) = ver.to_string(),
+                    None => failed_initialize = v.get("error").is_some(),
+                }
             }
         }
-        let mut streams = self.streams();
-        if let Some(n) = streams.route(&v, Arc::from(text)) {
-            streams.wake(n);
+        {
+            let mut streams = self.streams();
+            if let Some(n) = streams.route(&v, Arc::from(text)) {
+                streams.wake(n);
+            }
+        }
+        // A session whose initialize failed is of no use to anyone: its server goes now
+        // (the client still reads the error), not at the idle reaping.
+        if failed_initialize && self.wire != Wire::Stateless {
+            self.stop();
         }
     }
 
