@@ -67,15 +67,18 @@ pub enum Command {
     /// Agent hooks: decide a tool call an agent runtime hands over on standard input.
     #[command(subcommand)]
     Hook(HookCommand),
-    /// The MCP gateway: wrap a stdio MCP server so every call, result and tool definition
-    /// is decided by Bulwark.
+    /// The MCP gateway: every call, result and tool definition between an MCP client and
+    /// its servers is decided by Bulwark.
     ///
     /// `bulwark mcp -- npx -y @modelcontextprotocol/server-filesystem ~/work` speaks MCP on
     /// standard input/output and runs the server as a child: the one-line change in a
-    /// Claude Desktop, Claude Code or Cursor configuration. Refused calls are answered with
-    /// JSON-RPC errors carrying the decision (or, with `mcp.block_as: result`, an `isError`
-    /// result); tool definitions are pinned per server in STATE_DIR/pins: a changed one is
-    /// withheld until `bulwark pins accept`, a poisoned one always. See docs/mcp.md.
+    /// Claude Desktop, Claude Code or Cursor configuration. `--listen 127.0.0.1:8848` serves
+    /// Streamable HTTP instead (both protocol eras); `--upstream-url URL` puts the gateway in
+    /// front of a remote server; with neither a command nor a URL, the policy's `servers:`
+    /// are served as one. Refused calls are answered with JSON-RPC errors carrying the
+    /// decision (or, with `mcp.block_as: result`, an `isError` result); tool definitions
+    /// are pinned per server in STATE_DIR/pins: a changed one is withheld until `bulwark
+    /// pins accept`, a poisoned one always. See docs/mcp.md.
     Mcp(McpArgs),
     /// Pinned MCP tool definitions: list them, accept a withheld one, or forget them.
     #[command(subcommand)]
@@ -177,7 +180,8 @@ pub struct McpArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics (loopback, e.g. 127.0.0.1:9465).
     #[arg(long, value_name = "ADDR")]
     pub admin: Option<String>,
-    /// The server's name for pins and logs. Default: the command line.
+    /// The server's name for pins and logs. Default: the command line (or the upstream
+    /// URL without credentials or query).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// Pass an environment variable to the server (NAME, or NAME=VALUE); repeatable. The
@@ -198,12 +202,14 @@ pub struct McpArgs {
     /// With --listen: an Origin (scheme://host[:port]) browsers may call from; repeatable.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
     pub allow_origin: Vec<String>,
-    /// With --listen: sessions at once (each runs its own server process).
+    /// With --listen: sessions at once (each has its own upstream session); at the limit
+    /// the one unused longest is ended to make room, or 503.
     #[arg(long, value_name = "N", default_value_t = 32, requires = "listen")]
     pub max_sessions: usize,
     /// A remote Streamable HTTP server to put the gateway in front of, instead of a
-    /// command. Its name is resolved by the gateway and internal addresses are refused
-    /// (see --upstream-allow-internal); redirects are not followed.
+    /// command (a URL whose path ends in /sse: a 2024-11-05 HTTP+SSE server). Its name is
+    /// resolved by the gateway and internal addresses are refused (see
+    /// --upstream-allow-internal); redirects are not followed.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream_url: Option<String>,
     /// Allow an --upstream-url on loopback or a private network (cloud metadata addresses
