@@ -796,3 +796,52 @@ impl crate::http::Connector for AggregateConnector {
         self.open_all(session, principal)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mux(names: &[&str]) -> Mux {
+        let (to_client, _rx) = mpsc::channel(1);
+        Mux {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            writers: Vec::new(),
+            to_client,
+            next: 0,
+            parts: HashMap::new(),
+            groups: HashMap::new(),
+            server_requests: HashMap::new(),
+            uris: HashMap::new(),
+            templates: Vec::new(),
+            gone: Vec::new(),
+            closing: false,
+            log: Arc::new(|_| {}),
+        }
+    }
+
+    #[test]
+    fn names_split_at_the_longest_server_name() {
+        let m = mux(&["a", "a_b", "fs"]);
+        assert_eq!(m.split("a_b__x"), Some((1, "x".to_string())));
+        assert_eq!(m.split("a__b__x"), Some((0, "b__x".to_string())));
+        assert_eq!(m.split("fs__read_file"), Some((2, "read_file".to_string())));
+        assert_eq!(m.split("nobody__x"), None);
+        assert_eq!(m.split("fs_read"), None);
+    }
+
+    #[test]
+    fn resources_route_by_listing_then_template_prefix() {
+        let mut m = mux(&["one", "two"]);
+        m.uris.insert("file:///a".into(), 0);
+        m.templates.push(("test://template/".into(), 1));
+        m.templates.push(("nourl".into(), 0));
+        assert_eq!(m.owner_of("file:///a"), Some(0));
+        assert_eq!(m.owner_of("test://template/7/data"), Some(1));
+        assert_eq!(
+            m.owner_of("nourl-x"),
+            None,
+            "a prefix without a scheme routes nothing"
+        );
+        assert_eq!(m.owner_of("other://x"), None);
+    }
+}

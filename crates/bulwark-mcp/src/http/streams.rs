@@ -631,6 +631,25 @@ mod tests {
     }
 
     #[test]
+    fn a_get_reader_behind_what_is_kept_starts_from_the_oldest_kept() {
+        let mut s = Streams::new();
+        let (r, _) = s.open_get().unwrap();
+        s.close_get(r);
+        for i in 0..MAX_EVENTS + 10 {
+            route(
+                &mut s,
+                json!({"jsonrpc":"2.0","method":"notifications/message","params":{"i":i}}),
+            );
+        }
+        let (r2, cursor) = s.open_get().unwrap();
+        match s.poll(GET_STREAM, r2, cursor) {
+            Poll::Events(e) => assert_eq!(e.len(), MAX_EVENTS),
+            other => panic!("a reader must not be ended for what it could not see: {other:?}"),
+        }
+        assert_eq!(s.dropped(), 10);
+    }
+
+    #[test]
     fn a_session_that_ends_answers_what_waits() {
         let mut s = Streams::new();
         let (a, ra) = s
