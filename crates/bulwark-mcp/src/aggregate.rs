@@ -138,20 +138,7 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
         });
     }
     drop(events);
-    let mut mux = Mux {
-        names,
-        writers,
-        to_client,
-        next: 0,
-        parts: HashMap::new(),
-        groups: HashMap::new(),
-        server_requests: HashMap::new(),
-        uris: HashMap::new(),
-        templates: Vec::new(),
-        gone: Vec::new(),
-        closing: false,
-        log,
-    };
+    let mut mux = Mux::new(names, writers, to_client, log);
     tokio::spawn(async move {
         let mut stopped = stopped;
         // Once the client is done sending, what it asked for is still answered (for a
@@ -241,6 +228,28 @@ struct Mux {
 }
 
 impl Mux {
+    fn new(
+        names: Vec<String>,
+        writers: Vec<mpsc::Sender<Vec<u8>>>,
+        to_client: mpsc::Sender<Vec<u8>>,
+        log: Arc<dyn Fn(&str) + Send + Sync>,
+    ) -> Mux {
+        Mux {
+            names,
+            writers,
+            to_client,
+            next: 0,
+            parts: HashMap::new(),
+            groups: HashMap::new(),
+            server_requests: HashMap::new(),
+            uris: HashMap::new(),
+            templates: Vec::new(),
+            gone: Vec::new(),
+            closing: false,
+            log,
+        }
+    }
+
     /// Never waits: a client that does not read ends its session instead of stalling
     /// every server.
     fn client(&mut self, v: &Value) {
@@ -803,20 +812,12 @@ mod tests {
 
     fn mux(names: &[&str]) -> Mux {
         let (to_client, _rx) = mpsc::channel(1);
-        Mux {
-            names: names.iter().map(|n| n.to_string()).collect(),
-            writers: Vec::new(),
+        Mux::new(
+            names.iter().map(|n| n.to_string()).collect(),
+            Vec::new(),
             to_client,
-            next: 0,
-            parts: HashMap::new(),
-            groups: HashMap::new(),
-            server_requests: HashMap::new(),
-            uris: HashMap::new(),
-            templates: Vec::new(),
-            gone: Vec::new(),
-            closing: false,
-            log: Arc::new(|_| {}),
-        }
+            Arc::new(|_| {}),
+        )
     }
 
     #[test]

@@ -295,19 +295,7 @@ fn main() {
     let to = up_addr.clone();
     std::thread::spawn(move || serve_relay(rl, to));
 
-    let state = std::env::temp_dir().join(format!("bulwark-mcp-http-load-{}", std::process::id()));
-    std::fs::create_dir_all(&state).unwrap();
-    let limited = "  session: { calls: 60, network: 30, actuate: 10, per_secs: 60 }";
-    assert!(bulwark_policy::DEFAULT_POLICY.contains(limited));
-    let policy = state.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        bulwark_policy::DEFAULT_POLICY.replace(
-            limited,
-            "  session: { calls: 1000000, network: 1000000, actuate: 10, per_secs: 1 }",
-        ),
-    )
-    .unwrap();
+    let (state, policy) = common::state_and_policy("bulwark-mcp-http-load");
     let bulwark_port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

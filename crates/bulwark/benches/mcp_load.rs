@@ -215,19 +215,7 @@ fn main() {
     let echo_cmd = vec![me.clone(), "--role".into(), "echo".into()];
     let mut relay_cmd = vec![me.clone(), "--role".into(), "relay".into(), "--".into()];
     relay_cmd.extend(echo_cmd.iter().cloned());
-    let state = std::env::temp_dir().join(format!("bulwark-mcp-load-{}", std::process::id()));
-    std::fs::create_dir_all(&state).unwrap();
-    let limited = "  session: { calls: 60, network: 30, actuate: 10, per_secs: 60 }";
-    assert!(bulwark_policy::DEFAULT_POLICY.contains(limited));
-    let policy = state.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        bulwark_policy::DEFAULT_POLICY.replace(
-            limited,
-            "  session: { calls: 1000000, network: 1000000, actuate: 10, per_secs: 1 }",
-        ),
-    )
-    .unwrap();
+    let (state, policy) = common::state_and_policy("bulwark-mcp-load");
     // BULWARK_BIN runs another build (an A/B against an older commit).
     let bin: OsString = std::env::var_os("BULWARK_BIN")
         .filter(|b| !b.is_empty())

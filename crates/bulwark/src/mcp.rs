@@ -121,14 +121,7 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
             }
             None => stdio::Server::Child(stdio::spawn(&command)?),
         };
-        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
-        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
-        let shutdown = async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        };
+        let shutdown = stop_signal()?;
         let ended = stdio::relay(
             Arc::new(gateway),
             server,
@@ -477,8 +470,7 @@ fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
             .open_all(&session, &caller)
             .map_err(|e| anyhow::anyhow!(e))?;
         let (mut from, mut to) = tokio::io::split(link.io);
-        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
-        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        let stop = stop_signal()?;
         // The client's messages go up until it closes stdin; the answers come down until
         // the aggregate has answered what was asked (it waits a while for that, then ends).
         let upward = async {
@@ -494,8 +486,7 @@ fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
         let code = tokio::select! {
             _ = downward => ExitCode::SUCCESS,
             _ = upward => ExitCode::SUCCESS,
-            _ = term.recv() => ExitCode::from(130),
-            _ = int.recv() => ExitCode::from(130),
+            _ = stop => ExitCode::from(130),
         };
         let _ = link.stop.send(());
         // Each server's process group gets its SIGTERM grace (2 s).
@@ -603,14 +594,7 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
         let local = listener.local_addr()?;
         // The line tests and scripts wait for: the address actually bound (port 0 works).
         eprintln!("bulwark mcp [{identity}]: listening on http://{local}/mcp");
-        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
-        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
-        let shutdown = async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        };
+        let shutdown = stop_signal()?;
         let had = bulwark_mcp::http::serve(listener, Arc::clone(&front), shutdown).await?;
         // The servers' process groups get their SIGTERM grace (2 s) before the process goes.
         if had > 0 {
@@ -687,4 +671,16 @@ fn url_name(url: &str) -> String {
         ),
         Err(_) => "remote".to_string(),
     }
+}
+
+/// Completes at SIGTERM or SIGINT (call inside the runtime).
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
 }

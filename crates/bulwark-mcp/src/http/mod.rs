@@ -536,9 +536,9 @@ fn owned(session: &Session, principal: &Principal, id: &Value) -> Result<(), Rej
     ))
 }
 
-async fn read_body(req: Request, within: Duration) -> Result<Value, Reject> {
+async fn read_body(body: axum::body::Body, within: Duration) -> Result<Value, Reject> {
     // A body that drips in holds a connection and a buffer: it gets `within` to arrive.
-    let read = tokio::time::timeout(within, axum::body::to_bytes(req.into_body(), MAX_FRAME));
+    let read = tokio::time::timeout(within, axum::body::to_bytes(body, MAX_FRAME));
     let bytes = read
         .await
         .map_err(|_| {
@@ -587,7 +587,11 @@ fn session_header(h: &HeaderMap) -> Option<&str> {
 }
 
 fn no_session(id: &Value) -> Response {
-    rpc_error(
+    session_gone(id).into_response()
+}
+
+fn session_gone(id: &Value) -> Reject {
+    reject(
         StatusCode::NOT_FOUND,
         id,
         -32001,
@@ -595,8 +599,32 @@ fn no_session(id: &Value) -> Response {
     )
 }
 
+/// The live session-era session the request's `Mcp-Session-Id` names, if `principal` owns
+/// it: 400 without the header, 404 for no such session, 403 for someone else's.
+fn own_session(
+    front: &HttpFront,
+    headers: &HeaderMap,
+    principal: &Principal,
+) -> Result<Arc<Session>, Reject> {
+    let sid = session_header(headers).ok_or_else(|| {
+        reject(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            jsonrpc::INVALID_REQUEST,
+            "Mcp-Session-Id header is required",
+        )
+    })?;
+    let session = front
+        .session(sid)
+        .filter(|s| s.wire == Wire::Sessions)
+        .ok_or_else(|| session_gone(&Value::Null))?;
+    owned(&session, principal, &Value::Null)?;
+    Ok(session)
+}
+
 async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response {
-    let headers = req.headers().clone();
+    let (parts, body) = req.into_parts();
+    let headers = parts.headers;
     let principal = match admit(&front, &headers) {
         Ok(p) => p,
         Err(r) => return r.into_response(),
@@ -619,7 +647,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
             "Accept must allow application/json or text/event-stream",
         );
     }
-    let message = match read_body(req, front.config.body_timeout).await {
+    let message = match read_body(body, front.config.body_timeout).await {
         Ok(v) => v,
         Err(r) => return r.into_response(),
     };
@@ -777,20 +805,10 @@ async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
             "Accept must allow text/event-stream",
         );
     }
-    let Some(sid) = session_header(&headers) else {
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            &Value::Null,
-            jsonrpc::INVALID_REQUEST,
-            "Mcp-Session-Id header is required",
-        );
+    let session = match own_session(&front, &headers, &principal) {
+        Ok(s) => s,
+        Err(r) => return r.into_response(),
     };
-    let Some(session) = front.session(sid).filter(|s| s.wire == Wire::Sessions) else {
-        return no_session(&Value::Null);
-    };
-    if let Err(r) = owned(&session, &principal, &Value::Null) {
-        return r.into_response();
-    }
     session.touch(front.now_ms());
     let opened = match header_str(&headers, "last-event-id") {
         Some(last) => session.streams().resume(last),
@@ -833,22 +851,11 @@ async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> 
     if stateless::is_stateless(&headers) {
         return post_only();
     }
-    let Some(sid) = session_header(&headers) else {
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            &Value::Null,
-            jsonrpc::INVALID_REQUEST,
-            "Mcp-Session-Id header is required",
-        );
+    let session = match own_session(&front, &headers, &principal) {
+        Ok(s) => s,
+        Err(r) => return r.into_response(),
     };
-    let found = front.session(sid).filter(|s| s.wire == Wire::Sessions);
-    let Some(session) = found else {
-        return no_session(&Value::Null);
-    };
-    if let Err(r) = owned(&session, &principal, &Value::Null) {
-        return r.into_response();
-    }
-    front.sessions().remove(sid);
+    front.sessions().remove(&session.id);
     session.stop();
     (front.log)(&format!(
         "session {} ended by the client",
@@ -907,13 +914,14 @@ async fn get_sse(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
 
 /// `POST /message?sessionId=…` (2024-11-05): 202, the answer comes on the session's stream.
 async fn post_message(State(front): State<Arc<HttpFront>>, req: Request) -> Response {
-    let principal = match admit(&front, req.headers()) {
+    let (parts, body) = req.into_parts();
+    let principal = match admit(&front, &parts.headers) {
         Ok(p) => p,
         Err(r) => return r.into_response(),
     };
     // Minted ids are hex: no percent-decoding needed, and anything else matches no session.
-    let sid = req
-        .uri()
+    let sid = parts
+        .uri
         .query()
         .unwrap_or("")
         .split('&')
@@ -928,7 +936,7 @@ async fn post_message(State(front): State<Arc<HttpFront>>, req: Request) -> Resp
     if let Err(r) = owned(&session, &principal, &Value::Null) {
         return r.into_response();
     }
-    let message = match read_body(req, front.config.body_timeout).await {
+    let message = match read_body(body, front.config.body_timeout).await {
         Ok(v) => v,
         Err(r) => return r.into_response(),
     };

@@ -1,4 +1,5 @@
-//! What the MCP load harnesses share: the upstream's one tool, `echo`.
+//! What the MCP load harnesses share: the upstream's one tool, `echo`, and the gateway's
+//! state directory and policy.
 
 use serde_json::{Value, json};
 
@@ -21,4 +22,24 @@ pub fn echo_result(msg: &Value) -> Value {
         }]}),
         _ => json!({}),
     }
+}
+
+/// A scratch state directory, and in it the default policy with its per-session rate limit
+/// lifted: one session makes every call of a load run, thousands a second, where the
+/// default allows 60 a minute.
+pub fn state_and_policy(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let state = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&state).unwrap();
+    let limited = "  session: { calls: 60, network: 30, actuate: 10, per_secs: 60 }";
+    assert!(bulwark_policy::DEFAULT_POLICY.contains(limited));
+    let policy = state.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        bulwark_policy::DEFAULT_POLICY.replace(
+            limited,
+            "  session: { calls: 1000000, network: 1000000, actuate: 10, per_secs: 1 }",
+        ),
+    )
+    .unwrap();
+    (state, policy)
 }
