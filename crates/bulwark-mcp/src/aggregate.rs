@@ -179,7 +179,11 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
             let _ = s.send(());
         }
     });
-    Link { io: theirs, stop }
+    Link {
+        io: theirs,
+        stop,
+        extra: None,
+    }
 }
 
 /// Lines queued for each server: one that stops reading fails the requests sent its way
@@ -777,7 +781,7 @@ impl AggregateConnector {
                         .map(crate::stdio::Server::Child)
                         .map_err(|e| e.to_string())?,
                     Upstream::Remote(r) => {
-                        crate::stdio::Server::Pipe(r.connect(Arc::clone(&self.log)))
+                        crate::stdio::Server::Pipe(r.connect(Arc::clone(&self.log), None))
                     }
                 };
                 Ok(crate::http::link(g, server))

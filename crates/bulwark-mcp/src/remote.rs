@@ -31,6 +31,72 @@ use crate::stdio::{MAX_FRAME, Pipe};
 /// POST bodies being read at once, per upstream session.
 const MAX_IN_FLIGHT: usize = 64;
 
+/// Requests whose extra headers are kept at once; the oldest go first.
+const MAX_EXTRA: usize = 1024;
+
+/// Extra HTTP headers for particular upstream requests, by request id: the `Mcp-Param-*`
+/// headers a 2026-07-28 client sent with a call, passed on with that call's POST so that
+/// routers and firewalls in front of the upstream see them too. Bounded: entries are taken
+/// when their request is posted, and a request the gateway refused never is, so the
+/// oldest are dropped when full.
+#[derive(Default)]
+pub struct ExtraHeaders {
+    inner: Mutex<(
+        HashMap<String, HeaderList>,
+        std::collections::VecDeque<String>,
+    )>,
+}
+
+/// Header names and values.
+pub type HeaderList = Vec<(axum::http::HeaderName, axum::http::HeaderValue)>;
+
+impl ExtraHeaders {
+    /// Files `headers` for the request with `id`.
+    pub fn put(&self, id: &Value, headers: HeaderList) {
+        if headers.is_empty() {
+            return;
+        }
+        let key = jsonrpc::id_key(id);
+        let mut g = lock(&self.inner);
+        let (map, order) = &mut *g;
+        while map.len() >= MAX_EXTRA {
+            match order.pop_front() {
+                Some(old) => {
+                    map.remove(&old);
+                }
+                None => break,
+            }
+        }
+        if map.insert(key.clone(), headers).is_none() {
+            order.push_back(key);
+        }
+    }
+
+    /// Takes what was filed for the request with `id`.
+    fn take(&self, id: &Value) -> HeaderList {
+        let key = jsonrpc::id_key(id);
+        let mut g = lock(&self.inner);
+        let (map, order) = &mut *g;
+        match map.remove(&key) {
+            Some(h) => {
+                order.retain(|k| *k != key);
+                h
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Requests with headers filed.
+    pub fn len(&self) -> usize {
+        lock(&self.inner).0.len()
+    }
+
+    /// Whether none are filed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Why an upstream URL cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -134,7 +200,11 @@ impl Remote {
     }
 
     /// Opens one upstream session: a pipe the gateway core talks to.
-    pub fn connect(&self, log: Arc<dyn Fn(&str) + Send + Sync>) -> Pipe {
+    pub fn connect(
+        &self,
+        log: Arc<dyn Fn(&str) + Send + Sync>,
+        extra: Option<Arc<ExtraHeaders>>,
+    ) -> Pipe {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         let (read, mut write) = tokio::io::split(ours);
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
@@ -167,6 +237,7 @@ impl Remote {
                 version: Mutex::new(None),
                 lines: tx,
                 log,
+                extra,
                 in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
                 bodies: Mutex::new(HashMap::new()),
                 expired: std::sync::atomic::AtomicBool::new(false),
@@ -281,6 +352,7 @@ struct Upstream {
     version: Mutex<Option<String>>,
     lines: mpsc::Sender<Vec<u8>>,
     log: Arc<dyn Fn(&str) + Send + Sync>,
+    extra: Option<Arc<ExtraHeaders>>,
     in_flight: Arc<Semaphore>,
     /// Requests whose answer is being waited for, to abort when they are cancelled.
     bodies: Mutex<HashMap<String, tokio::task::AbortHandle>>,
@@ -334,12 +406,15 @@ impl Upstream {
             Kind::Request { id, method } => (Some(id.clone()), method == "initialize"),
             _ => (None, false),
         };
-        let sent = self
+        let mut request = self
             .request(reqwest::Method::POST)
-            .header("content-type", "application/json")
-            .body(msg.to_string())
-            .send()
-            .await;
+            .header("content-type", "application/json");
+        if let (Some(extra), Some(id)) = (&self.extra, &id) {
+            for (name, value) in extra.take(id) {
+                request = request.header(name, value);
+            }
+        }
+        let sent = request.body(msg.to_string()).send().await;
         let resp = match sent {
             Ok(r) => r,
             Err(e) => {

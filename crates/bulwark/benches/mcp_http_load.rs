@@ -12,7 +12,8 @@
 //!
 //! The upstream is a minimal MCP server over HTTP/1.1 in this program, answering JSON, so
 //! nothing but the hop under test differs. `cargo bench -p bulwark --bench mcp_http_load`
-//! prints a Markdown table for docs/benchmarks.md.
+//! prints Markdown tables for docs/benchmarks.md: latency at each rate with the gateway's CPU time
+//! per call, and each path's maximum throughput.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
@@ -27,6 +28,18 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_bulwark");
+
+/// CPU time (user + system) the process has used so far, in µs.
+fn cpu_us(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after its ')'.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line; the state (field 3) is index 0 here.
+    let hz = 100.0;
+    (ticks(11) + ticks(12)) / hz * 1e6
+}
 
 /// One HTTP/1.1 request from `r`: (headers, body); `None` at the end of the connection.
 fn read_request(r: &mut BufReader<TcpStream>) -> Option<(Vec<String>, Vec<u8>)> {
@@ -255,6 +268,32 @@ fn open_loop(addr: &str, sid: &str, n: u64, rate: u64, tag: u64) -> Vec<f64> {
     rtt
 }
 
+/// Calls per second with `WORKERS` connections each sending its next call as soon as the last
+/// was answered, for `secs` seconds.
+fn closed_loop(addr: &str, sid: &str, secs: f64) -> f64 {
+    let stop = Instant::now() + Duration::from_secs_f64(secs);
+    let handles: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let (addr, sid) = (addr.to_string(), sid.to_string());
+            std::thread::spawn(move || {
+                let mut c = Conn::open(&addr);
+                let mut n = 0u64;
+                while Instant::now() < stop {
+                    // Ids unique across connections: one session serves them all.
+                    let id = (w as u64 + 1) * 1_000_000_000 + n;
+                    let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"message":format!("throughput {w}-{n}")}}});
+                    let (code, _, body) = c.post(Some(&sid), &call.to_string());
+                    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let calls: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    calls as f64 / secs
+}
+
 fn pct(v: &mut [f64], q: f64) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
@@ -303,7 +342,7 @@ fn main() {
         .port();
     let bulwark_addr = format!("127.0.0.1:{bulwark_port}");
     let gw = Gateway(
-        Command::new(BIN)
+        Command::new(std::env::var("BULWARK_BIN").unwrap_or_else(|_| BIN.to_string()))
             .args(["mcp", "--policy", policy.to_str().unwrap()])
             .args(["--state-dir", state.to_str().unwrap()])
             .args(["--listen", &bulwark_addr])
@@ -323,9 +362,12 @@ fn main() {
 
     let rates = [1000u64, 3000];
     let secs = 4u64;
-    println!("| path | rate (calls/s) | p50 µs | p99 µs | p50 added µs | p99 added µs |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| path | rate (calls/s) | p50 µs | p99 µs | p50 added µs | p99 added µs | gateway CPU µs/call |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut direct: Vec<(f64, f64)> = Vec::new();
+    let mut throughput = Vec::new();
     for (name, addr) in [
         ("direct", up_addr.as_str()),
         ("tcp relay", relay_addr.as_str()),
@@ -335,18 +377,30 @@ fn main() {
         // Warm up the path.
         open_loop(addr, &sid, 2000, 2000, 0);
         for (k, &rate) in rates.iter().enumerate() {
+            let cpu0 = cpu_us(gw.0.id());
             let mut rtt = open_loop(addr, &sid, rate * secs, rate, k as u64 + 1);
+            let cpu = match name {
+                "bulwark" => format!("{:.0}", (cpu_us(gw.0.id()) - cpu0) / (rate * secs) as f64),
+                _ => "".to_string(),
+            };
             let (p50, p99) = (pct(&mut rtt, 0.50), pct(&mut rtt, 0.99));
             if name == "direct" {
                 direct.push((p50, p99));
             }
             let (d50, d99) = direct[k];
             println!(
-                "| {name} | {rate} | {p50:.0} | {p99:.0} | {:.0} | {:.0} |",
+                "| {name} | {rate} | {p50:.0} | {p99:.0} | {:.0} | {:.0} | {cpu} |",
                 p50 - d50,
                 p99 - d99
             );
         }
+        throughput.push((name, closed_loop(addr, &sid, 3.0)));
+    }
+    println!();
+    println!("| path | max calls/s ({WORKERS} connections, closed loop) |");
+    println!("|---|---:|");
+    for (name, rate) in throughput {
+        println!("| {name} | {rate:.0} |");
     }
     eprintln!(
         "bulwark --listen: idle RSS after start-up {idle:.1} MB; after the load {:.1} MB",

@@ -115,9 +115,11 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
             Some(url) => {
                 let remote = remote(args, url)?;
                 let name = identity.clone();
-                stdio::Server::Pipe(remote.connect(Arc::new(move |line: &str| {
-                    eprintln!("bulwark mcp [{name}]: {line}")
-                })))
+                stdio::Server::Pipe(remote.connect(
+                    Arc::new(move |line: &str| eprintln!("bulwark mcp [{name}]: {line}")),
+                    // A stdio client sends no HTTP headers to pass on.
+                    None,
+                ))
             }
             None => stdio::Server::Child(stdio::spawn(&command)?),
         };

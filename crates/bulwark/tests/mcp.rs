@@ -109,6 +109,21 @@ impl Gateway {
         }
     }
 
+    /// Sends `line` and returns everything received up to and including the answer with
+    /// id `id`.
+    fn until_answered(&mut self, line: &[u8], id: &str) -> Vec<Value> {
+        self.send_raw(line);
+        let mut seen = Vec::new();
+        loop {
+            let v = self.recv(Duration::from_secs(10));
+            let done = v["id"] == id;
+            seen.push(v);
+            if done {
+                return seen;
+            }
+        }
+    }
+
     fn initialize(&mut self) -> Value {
         let r = self.request(
             "initialize",
@@ -597,6 +612,36 @@ fn server_filesystem_through_the_gateway_masks_secrets_and_blocks_injections() {
     assert!(direct["read_poisoned"]["ok"].is_object());
 }
 
+#[test]
+fn a_tool_list_change_reaches_the_client_and_the_next_listing_is_judged_afresh() {
+    let state = scratch();
+    let mut g = Gateway::hostile(&state, &[]);
+    g.initialize();
+    assert!(g.tool_names().contains(&"search".to_string()));
+    assert_eq!(
+        g.call("search", json!({"q": "x"}))["result"]["content"][0]["text"],
+        "3 results for x"
+    );
+    // While running, the server changes `search` and says so.
+    let seen = g.until_answered(
+        br#"{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"change_tools","arguments":{}}}"#,
+        "c1",
+    );
+    assert!(
+        seen.iter()
+            .any(|v| v["method"] == "notifications/tools/list_changed"),
+        "{seen:?}"
+    );
+    // The client lists again, as the notification asks: the changed definition is a rug
+    // pull, withheld and refused.
+    let tools = g.tool_names();
+    assert!(!tools.contains(&"search".to_string()), "{tools:?}");
+    assert!(tools.contains(&"echo".to_string()), "{tools:?}");
+    let r = g.call("search", json!({"q": "x"}));
+    assert_eq!(r["error"]["code"], -32096, "{r}");
+    g.finish();
+}
+
 /// A policy aggregating the reference server and the hostile one.
 fn servers_policy(dir: &Path) -> PathBuf {
     let everything = node_server("server-everything");
@@ -660,6 +705,20 @@ fn the_policys_servers_are_offered_as_one_with_prefixes() {
             .all(|p| p["name"].as_str().unwrap().contains("__")),
         "{prompts}"
     );
+    // A member's tool-list change reaches the client, and the next merged listing judges
+    // the changed definition afresh.
+    let seen = g.until_answered(
+        br#"{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"hostile__change_tools","arguments":{}}}"#,
+        "c1",
+    );
+    assert!(
+        seen.iter()
+            .any(|v| v["method"] == "notifications/tools/list_changed"),
+        "{seen:?}"
+    );
+    let names = g.tool_names();
+    assert!(!names.contains(&"hostile__search".to_string()), "{names:?}");
+    assert!(names.contains(&"hostile__run_sql".to_string()), "{names:?}");
     let (status, _) = g.finish();
     assert!(status.success());
 }

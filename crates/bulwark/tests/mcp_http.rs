@@ -938,6 +938,66 @@ fn a_remote_server_gets_no_client_credentials_and_internal_ones_need_permission(
         "{seen}"
     );
     assert!(requests.iter().any(|r| r["method"] == "DELETE"), "{seen}");
+    // A 2026-07-28 call: its Mcp-Param-* headers are checked against the arguments the
+    // tool mirrors (known from the listing), and all of them go upstream with the call.
+    let list = http(
+        a,
+        "POST",
+        "/mcp",
+        &[stateless_headers("tools/list", None), vec![auth]].concat(),
+        &stateless(json!(10), "tools/list", json!({})),
+    );
+    assert_eq!(list.status, 200, "{list:?}");
+    let route = |id: u64, params: &[(&str, &str)], region: Value| {
+        let call = stateless(
+            json!(id),
+            "tools/call",
+            json!({"name": "route", "arguments": {"region": region, "query": "q"}}),
+        );
+        let headers = [
+            stateless_headers("tools/call", Some("route")),
+            vec![auth],
+            params.to_vec(),
+        ]
+        .concat();
+        http(a, "POST", "/mcp", &headers, &call)
+    };
+    let ok = route(
+        11,
+        &[("Mcp-Param-Region", "eu-west"), ("Mcp-Param-Trace", "t-42")],
+        json!("eu-west"),
+    );
+    assert_eq!(ok.status, 200, "{ok:?}");
+    assert_eq!(
+        ok.messages().last().unwrap()["result"]["content"][0]["text"],
+        "hello"
+    );
+    for (params, region) in [
+        (&[][..], json!("eu-west")),
+        (&[("Mcp-Param-Region", "us-east")][..], json!("eu-west")),
+    ] {
+        let r = route(12, params, region);
+        assert_eq!(r.status, 400, "{r:?}");
+        assert_eq!(r.messages()[0]["error"]["code"], -32020, "{r:?}");
+    }
+    // A null argument needs no header; Base64-wrapped values are decoded.
+    assert_eq!(route(13, &[], Value::Null).status, 200);
+    let wrapped = route(
+        14,
+        &[("Mcp-Param-Region", "=?base64?ZXUtd2VzdA==?=")],
+        json!("eu-west"),
+    );
+    assert_eq!(wrapped.status, 200, "{wrapped:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let seen = std::fs::read_to_string(&record).unwrap();
+    let calls: Vec<Value> = seen
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["rpc"] == "tools/call" && r["headers"].get("mcp-param-trace").is_some())
+        .collect();
+    assert_eq!(calls.len(), 1, "{seen}");
+    assert_eq!(calls[0]["headers"]["mcp-param-region"], "eu-west", "{seen}");
+    assert_eq!(calls[0]["headers"]["mcp-param-trace"], "t-42", "{seen}");
     // A 2024-11-05 upstream whose endpoint is on another origin: never followed.
     let before = std::fs::read_to_string(&record).unwrap().lines().count();
     let o = Command::new(BIN)

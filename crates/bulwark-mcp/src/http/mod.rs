@@ -92,8 +92,13 @@ pub struct RemoteConnector {
 impl Connector for RemoteConnector {
     fn open(&self, session: &str, principal: &Principal) -> Result<Link, String> {
         let gateway = (self.gateway)(session, principal)?;
-        let pipe = self.remote.connect(Arc::clone(&self.log));
-        Ok(link(gateway, stdio::Server::Pipe(pipe)))
+        let extra = Arc::new(crate::remote::ExtraHeaders::default());
+        let pipe = self
+            .remote
+            .connect(Arc::clone(&self.log), Some(Arc::clone(&extra)));
+        let mut link = link(gateway, stdio::Server::Pipe(pipe));
+        link.extra = Some(extra);
+        Ok(link)
     }
 }
 
@@ -105,7 +110,11 @@ pub fn link(gateway: Arc<Gateway>, server: stdio::Server) -> Link {
     tokio::spawn(stdio::relay(gateway, server, read, write, async move {
         let _ = stopped.await;
     }));
-    Link { io: ours, stop }
+    Link {
+        io: ours,
+        stop,
+        extra: None,
+    }
 }
 
 /// How the front behaves.
@@ -1011,6 +1020,49 @@ mod tests {
         assert!(closed.is_ok(), "the idle connection was kept open");
         let _ = stop.send(());
         assert_eq!(server.await.unwrap().unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_does_not_arrive_in_time_gets_408() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let front = idle_front(HttpConfig {
+            body_timeout: Duration::from_millis(300),
+            ..HttpConfig::default()
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, front, async move {
+            let _ = stopped.await;
+        }));
+        let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+        );
+        slow.write_all(head.as_bytes()).await.unwrap();
+        let started = std::time::Instant::now();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut buf = [0u8; 1024];
+            while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                match slow.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => answer.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+        .await;
+        assert!(read.is_ok(), "no answer to a stalled body");
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(
+            started.elapsed() >= Duration::from_millis(250),
+            "{:?}",
+            started.elapsed()
+        );
+        let _ = stop.send(());
+        let _ = server.await;
     }
 
     #[test]

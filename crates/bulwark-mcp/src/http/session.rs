@@ -1,6 +1,7 @@
 //! One client session of the HTTP front: its upstream link, its streams, and the two tasks
 //! that move lines between them.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -8,6 +9,7 @@ use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{mpsc, oneshot};
 
+use super::stateless::{Binding, MAX_BOUND_TOOLS, bindings};
 use super::streams::{Poll, Streams};
 use crate::frame::{self, Frame};
 use crate::jsonrpc::{self, Kind};
@@ -20,6 +22,9 @@ pub struct Link {
     pub io: DuplexStream,
     /// Ends the upstream at once (the server's process group is killed).
     pub stop: oneshot::Sender<()>,
+    /// Where headers for a request's upstream POST are filed, when the upstream is reached
+    /// over HTTP.
+    pub extra: Option<Arc<crate::remote::ExtraHeaders>>,
 }
 
 /// How a session's client talks to the front.
@@ -52,6 +57,10 @@ pub struct Session {
     version: Mutex<String>,
     initialize_id: Mutex<Option<String>>,
     last_seen: AtomicU64,
+    /// Tools' `Mcp-Param-*` bindings, from the listings this session relayed (stateless
+    /// sessions only; at most [`super::stateless::MAX_BOUND_TOOLS`]).
+    bindings: Mutex<HashMap<String, Vec<Binding>>>,
+    extra: Option<Arc<crate::remote::ExtraHeaders>>,
 }
 
 impl Session {
@@ -77,6 +86,8 @@ impl Session {
             version: Mutex::new(version.to_string()),
             initialize_id: Mutex::new(None),
             last_seen: AtomicU64::new(now_ms),
+            bindings: Mutex::new(HashMap::new()),
+            extra: link.extra,
         });
         tokio::spawn(async move {
             while let Some(mut line) = rx.recv().await {
@@ -146,6 +157,18 @@ impl Session {
                 Ok(Kind::Notification { method }) if method != "notifications/progress" => return,
                 _ => {}
             }
+            if let Some(tools) = v.pointer("/result/tools").and_then(Value::as_array) {
+                let mut known = lock(&self.bindings);
+                for t in tools {
+                    let Some(name) = t.get("name").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    if known.len() >= MAX_BOUND_TOOLS && !known.contains_key(name) {
+                        break;
+                    }
+                    known.insert(name.to_string(), bindings(t));
+                }
+            }
         }
         let mut failed_initialize = false;
         if let Ok(Kind::Response { id }) = jsonrpc::classify(&v) {
@@ -211,6 +234,16 @@ impl Session {
             tokio::time::timeout(wait, self.to_server.send(line)).await,
             Ok(Ok(()))
         )
+    }
+
+    /// The `Mcp-Param-*` bindings of tool `name`, as last listed.
+    pub fn bindings(&self, name: &str) -> Vec<Binding> {
+        lock(&self.bindings).get(name).cloned().unwrap_or_default()
+    }
+
+    /// Where headers for the upstream's POSTs are filed, when it is reached over HTTP.
+    pub fn extra(&self) -> Option<&Arc<crate::remote::ExtraHeaders>> {
+        self.extra.as_ref()
     }
 
     /// Marks the session used now.

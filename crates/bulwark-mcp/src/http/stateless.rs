@@ -142,6 +142,125 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// One tool argument a 2026-07-28 client mirrors into an `Mcp-Param-{name}` header: the
+/// property's `x-mcp-header` annotation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    /// The header, lower-cased, prefix included.
+    header: String,
+    /// The property's path from `arguments`.
+    path: Vec<String>,
+}
+
+/// Tools whose header bindings a session keeps at most.
+pub const MAX_BOUND_TOOLS: usize = 4096;
+
+/// The header bindings a tool definition declares. Only valid annotations count (an invalid
+/// one is not enforced, as the revision says): a token name, unique in the tool regardless of
+/// case, on a string, integer, number or boolean property reached through `properties`
+/// keys alone.
+pub fn bindings(tool: &Value) -> Vec<Binding> {
+    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<Binding>, depth: usize) {
+        let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+            return;
+        };
+        if depth > 8 {
+            return;
+        }
+        for (key, prop) in props {
+            path.push(key.clone());
+            if let Some(name) = prop.get("x-mcp-header").and_then(Value::as_str) {
+                let token = !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+                let primitive = matches!(
+                    prop.get("type").and_then(Value::as_str),
+                    Some("string" | "integer" | "number" | "boolean")
+                );
+                if token && primitive {
+                    out.push(Binding {
+                        header: format!("mcp-param-{}", name.to_ascii_lowercase()),
+                        path: path.clone(),
+                    });
+                }
+            }
+            walk(prop, path, out, depth + 1);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(schema) = tool.get("inputSchema") {
+        walk(schema, &mut Vec::new(), &mut out, 0);
+    }
+    // Two properties claiming one header: neither is enforced.
+    let dup: Vec<String> = out
+        .iter()
+        .filter(|b| out.iter().filter(|o| o.header == b.header).count() > 1)
+        .map(|b| b.header.clone())
+        .collect();
+    out.retain(|b| !dup.contains(&b.header));
+    out
+}
+
+/// Checks a `tools/call`'s `Mcp-Param-*` headers against its arguments: each bound argument
+/// that is present and not null must be mirrored, with the same value (numbers compared as
+/// numbers).
+fn check_params(
+    h: &HeaderMap,
+    id: &Value,
+    message: &Value,
+    bound: &[Binding],
+) -> Result<(), Reject> {
+    let bad = |msg: String| reject(StatusCode::BAD_REQUEST, id, HEADER_MISMATCH, &msg);
+    for b in bound {
+        let mut arg = message.pointer("/params/arguments");
+        for key in &b.path {
+            arg = arg.and_then(|a| a.get(key));
+        }
+        let Some(arg) = arg.filter(|a| !a.is_null()) else {
+            continue;
+        };
+        let header = match header_value(h, &b.header) {
+            Some(Ok(v)) => v,
+            Some(Err(())) => return Err(bad(format!("header {} is not readable", b.header))),
+            None => {
+                return Err(bad(format!(
+                    "header {} is required: the tool mirrors argument {} into it",
+                    b.header,
+                    b.path.join(".")
+                )));
+            }
+        };
+        let same = match arg {
+            Value::String(s) => *s == header,
+            Value::Bool(v) => header == v.to_string(),
+            Value::Number(n) => header
+                .parse::<f64>()
+                .ok()
+                .zip(n.as_f64())
+                .is_some_and(|(a, b)| a == b),
+            _ => false,
+        };
+        if !same {
+            return Err(bad(format!(
+                "header {} is {header:?} but argument {} is {arg}",
+                b.header,
+                b.path.join(".")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The `Mcp-Param-*` headers of a request, to pass on upstream.
+fn param_headers(h: &HeaderMap) -> crate::remote::HeaderList {
+    h.iter()
+        .filter(|(name, _)| name.as_str().starts_with("mcp-param-"))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
 /// Checks a stateless request against its headers. Returns the request's method.
 fn validate(h: &HeaderMap, id: &Value, message: &Value, method: &str) -> Result<(), Reject> {
     let bad = |code: i64, msg: String| reject(StatusCode::BAD_REQUEST, id, code, &msg);
@@ -360,6 +479,13 @@ pub(super) async fn post(
     if caps.get(cap).is_none() {
         return not_found(format!("{method}: the server does not offer {cap}"));
     }
+    if method == "tools/call" {
+        let name = message.pointer("/params/name").and_then(Value::as_str);
+        let bound = name.map(|n| session.bindings(n)).unwrap_or_default();
+        if let Err(r) = check_params(headers, &id, &message, &bound) {
+            return r.into_response();
+        }
+    }
     // Ids and progress tokens of the front's own: stateless clients reuse theirs freely.
     let n = front.upstream_ids.fetch_add(1, Ordering::Relaxed);
     let upstream_id = json!(format!("bulwark-{n}"));
@@ -372,6 +498,9 @@ pub(super) async fn post(
             .and_then(Value::as_object_mut)
     {
         meta.insert("progressToken".into(), upstream_id.clone());
+    }
+    if let Some(extra) = session.extra() {
+        extra.put(&upstream_id, param_headers(headers));
     }
     let mode = if sse_ok { Mode::Events } else { Mode::Json };
     let opened = session.streams().open(&upstream_id, &forwarded, mode);

@@ -4,8 +4,10 @@ can check what a gateway forwards upstream (and what it must not: the client's t
 
 usage: recording_http_server.py PORT_FILE RECORD_FILE
   Binds 127.0.0.1 on a free port and writes the port to PORT_FILE; appends one JSON line
-  per request ({"method", "headers"}) to RECORD_FILE. Answers initialize, tools/list
-  (one tool, `whoami`) and tools/call; notifications get 202; DELETE 200. GET /sse is a
+  per request ({"method", "headers", and for a POST "rpc": its JSON-RPC method}) to
+  RECORD_FILE. Answers initialize, tools/list (`whoami`, and `route`, whose `region`
+  argument is mirrored into an Mcp-Param-Region header under 2026-07-28) and tools/call;
+  notifications get 202; DELETE 200. GET /sse is a
   2024-11-05 stream naming an endpoint on another origin.
 """
 import json
@@ -22,9 +24,9 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def record(self):
+    def record(self, rpc=None):
         with open(RECORD, "a") as f:
-            f.write(json.dumps({"method": self.command,
+            f.write(json.dumps({"method": self.command, "rpc": rpc,
                                 "headers": {k.lower(): v for k, v in self.headers.items()}}) + "\n")
 
     def reply(self, status, body=None, headers=()):
@@ -39,8 +41,8 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self):
-        self.record()
         msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        self.record(msg.get("method"))
         if "id" not in msg or "method" not in msg:
             return self.reply(202)
         method, rid = msg["method"], msg["id"]
@@ -50,8 +52,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": result},
                               [("Mcp-Session-Id", SESSION)])
         if method == "tools/list":
-            result = {"tools": [{"name": "whoami", "description": "Says hello.",
-                                 "inputSchema": {"type": "object", "properties": {}}}]}
+            result = {"tools": [
+                {"name": "whoami", "description": "Says hello.",
+                 "inputSchema": {"type": "object", "properties": {}}},
+                {"name": "route", "description": "Routes a query to a region.",
+                 "inputSchema": {"type": "object", "properties": {
+                     "region": {"type": "string", "x-mcp-header": "Region"},
+                     "query": {"type": "string"}}}}]}
         elif method == "tools/call":
             result = {"content": [{"type": "text", "text": "hello"}]}
         else:
