@@ -346,6 +346,110 @@ impl Remote {
     }
 }
 
+/// The answer to one stateless (2026-07-28) exchange: the messages of its JSON body or SSE
+/// stream, read as they come. Dropping it closes the response stream, which is how a
+/// 2026-07-28 client cancels.
+pub struct Exchange {
+    status: reqwest::StatusCode,
+    body: ExchangeBody,
+}
+
+enum ExchangeBody {
+    Json(Option<reqwest::Response>),
+    Events {
+        stream: futures_util::stream::BoxStream<'static, reqwest::Result<axum::body::Bytes>>,
+        events: Events,
+        ready: std::collections::VecDeque<Value>,
+    },
+}
+
+impl Exchange {
+    /// The upstream's HTTP status.
+    pub fn status(&self) -> u16 {
+        self.status.as_u16()
+    }
+
+    /// Whether the answer is an SSE stream (rather than one JSON body).
+    pub fn is_events(&self) -> bool {
+        matches!(self.body, ExchangeBody::Events { .. })
+    }
+
+    /// The next message, or `None` at the end of the answer.
+    pub async fn next(&mut self) -> Option<Value> {
+        match &mut self.body {
+            ExchangeBody::Json(resp) => read_limited(resp.take()?).await,
+            ExchangeBody::Events {
+                stream,
+                events,
+                ready,
+            } => loop {
+                if let Some(v) = ready.pop_front() {
+                    return Some(v);
+                }
+                let Ok(chunk) = stream.next().await? else {
+                    return None;
+                };
+                for (_, data) in events.feed(&chunk) {
+                    if let Ok(v) = serde_json::from_str::<Value>(&data) {
+                        ready.push_back(v);
+                    }
+                }
+                if events.overflowed {
+                    return None;
+                }
+            },
+        }
+    }
+}
+
+impl Remote {
+    /// Sends one stateless (2026-07-28) message with `headers` (the protocol's mirrors and
+    /// any `Mcp-Param-*`), and returns its answer as it arrives.
+    pub async fn exchange(&self, msg: &Value, headers: HeaderList) -> Result<Exchange, String> {
+        let mut request = self
+            .client
+            .post(self.url.clone())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let resp = request
+            .body(msg.to_string())
+            .send()
+            .await
+            .map_err(|e| describe(e.without_url()))?;
+        let status = resp.status();
+        let sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let body = if sse {
+            ExchangeBody::Events {
+                stream: Box::pin(resp.bytes_stream()),
+                events: Events::default(),
+                ready: std::collections::VecDeque::new(),
+            }
+        } else {
+            ExchangeBody::Json(Some(resp))
+        };
+        Ok(Exchange { status, body })
+    }
+}
+
+/// An HTTP client error with its causes (refused address, connection refused, TLS).
+fn describe(e: reqwest::Error) -> String {
+    let mut why = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        why.push_str(": ");
+        why.push_str(&c.to_string());
+        cause = c.source();
+    }
+    why
+}
+
 struct Upstream {
     remote: Remote,
     session: Mutex<Option<String>>,
@@ -418,16 +522,8 @@ impl Upstream {
         let resp = match sent {
             Ok(r) => r,
             Err(e) => {
-                // Not the URL: it may carry credentials. The causes say what went wrong
-                // (refused address, connection refused, TLS).
-                let e = e.without_url();
-                let mut why = e.to_string();
-                let mut cause = std::error::Error::source(&e);
-                while let Some(c) = cause {
-                    why.push_str(": ");
-                    why.push_str(&c.to_string());
-                    cause = c.source();
-                }
+                // Not the URL: it may carry credentials.
+                let why = describe(e.without_url());
                 return self
                     .fail(
                         id.as_ref(),

@@ -790,28 +790,117 @@ fn the_conformance_suite_scores_no_lower_through_the_gateway() {
     }
 }
 
+/// A peer process, killed when dropped.
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a Python peer that takes a port file as its first argument; returns it and its
+/// port.
+fn python_peer(dir: &Path, script: &str, args: &[&str]) -> (Peer, String) {
+    let port_file = dir.join(format!("{script}.port"));
+    let peer = Peer(
+        Command::new(python())
+            .arg(peers_dir().join(script))
+            .arg(&port_file)
+            .args(args)
+            .spawn()
+            .unwrap(),
+    );
+    let started = Instant::now();
+    loop {
+        if let Ok(p) = std::fs::read_to_string(&port_file) {
+            return (peer, p.trim().to_string());
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{script} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_2026_server_gets_2026_requests_as_they_are_and_decisions_still_apply() {
+    let dir = scratch();
+    let (_upstream, port) = python_peer(&dir, "modern_server.py", &[]);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let direct = sdk("modern", &[&format!("auto+{url}")]);
+    assert_eq!(direct["protocol"], "2026-07-28", "{direct}");
+    let gw = HttpGateway::start(
+        &dir,
+        &["--upstream-url", &url, "--upstream-allow-internal"],
+        &[],
+    );
+    let gated = sdk("modern", &[&format!("auto+{}", gw.url())]);
+    assert_eq!(gated["protocol"], "2026-07-28", "{gated}");
+    assert!(
+        gw.log
+            .lock()
+            .unwrap()
+            .contains("the upstream speaks 2026-07-28"),
+        "{}",
+        gw.log.lock().unwrap()
+    );
+    // Clean calls come back as the server sent them; `route` works only because its
+    // Mcp-Param-Region header reached the server, which checks it.
+    // `count`'s answer is an SSE stream with progress first: relayed as it comes.
+    for k in ["tools", "echo", "route", "count", "progress"] {
+        assert_eq!(direct[k], gated[k], "{k}: {gated}");
+    }
+    assert_eq!(
+        gated["route"]["ok"]["content"][0]["text"],
+        "routed q1 to eu-west"
+    );
+    assert_eq!(gated["progress"].as_array().map(Vec::len), Some(3), "{gated}");
+    // The key in the result is masked, the destructive statement blocked.
+    let config = gated["config"].to_string();
+    assert!(!config.contains("AKIAZ7KDPQXL4MWN3BVC"), "{config}");
+    assert!(config.contains("eu-west-1"), "{config}");
+    assert_eq!(gated["sql"]["error"]["code"], -32099, "{gated}");
+    assert!(
+        direct["sql"]["ok"].is_object(),
+        "the server itself runs it: {direct}"
+    );
+    // The server's own header checks answer as the server answers.
+    let call = stateless(
+        json!(7),
+        "tools/call",
+        json!({"name": "route", "arguments": {"region": "eu-west", "query": "q"}}),
+    );
+    let headers = [
+        stateless_headers("tools/call", Some("route")),
+        vec![("Mcp-Param-Region", "us-east")],
+    ]
+    .concat();
+    let r = http(&gw.addr, "POST", "/mcp", &headers, &call);
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(r.messages()[0]["error"]["code"], -32020, "{r:?}");
+    assert_eq!(r.messages()[0]["id"], 7, "{r:?}");
+    // A session-era client is still served through a session.
+    let legacy = sdk("modern", &[&gw.url()]);
+    assert_eq!(legacy["protocol"], "2025-11-25", "{legacy}");
+    assert_eq!(
+        legacy["echo"]["ok"]["content"],
+        direct["echo"]["ok"]["content"]
+    );
+}
+
 #[test]
 fn a_remote_server_gets_no_client_credentials_and_internal_ones_need_permission() {
     use sha2::{Digest, Sha256};
     let dir = scratch();
-    let port_file = dir.join("port");
     let record = dir.join("record.jsonl");
-    let mut upstream = Command::new(python())
-        .arg(peers_dir().join("recording_http_server.py"))
-        .args([&port_file, &record])
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let port = loop {
-        if let Ok(p) = std::fs::read_to_string(&port_file) {
-            break p;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the recorder did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let (_upstream, port) = python_peer(
+        &dir,
+        "recording_http_server.py",
+        &[record.to_str().unwrap()],
+    );
     let url = format!("http://127.0.0.1:{port}/mcp");
     // Internal upstreams are refused unless allowed; cloud metadata always.
     for (target, extra) in [
@@ -1036,8 +1125,6 @@ fn a_remote_server_gets_no_client_credentials_and_internal_ones_need_permission(
         after.iter().all(|l| l.contains("\"GET\"")),
         "only the stream was opened: {after:?}"
     );
-    let _ = upstream.kill();
-    let _ = upstream.wait();
 }
 
 fn stateless_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {

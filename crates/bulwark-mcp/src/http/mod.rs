@@ -20,6 +20,7 @@ mod answer;
 pub mod conns;
 pub mod guard;
 pub mod identity;
+mod native;
 pub mod session;
 pub mod stateless;
 pub mod streams;
@@ -57,6 +58,12 @@ pub const DEFAULT_VERSION: &str = "2025-03-26";
 pub trait Connector: Send + Sync + 'static {
     /// Opens the upstream for client session `session`, opened by `principal`.
     fn open(&self, session: &str, principal: &Principal) -> Result<Link, String>;
+
+    /// The upstream and its gateway cores, when the upstream is one HTTP server (whose
+    /// 2026-07-28 support is then asked for).
+    fn remote(&self) -> Option<(&crate::remote::Remote, &MakeGateway)> {
+        None
+    }
 }
 
 /// Makes the gateway core for a session id.
@@ -99,6 +106,10 @@ impl Connector for RemoteConnector {
         let mut link = link(gateway, stdio::Server::Pipe(pipe));
         link.extra = Some(extra);
         Ok(link)
+    }
+
+    fn remote(&self) -> Option<(&crate::remote::Remote, &MakeGateway)> {
+        Some((&self.remote, &self.gateway))
     }
 }
 
@@ -171,6 +182,8 @@ pub struct HttpFront {
     /// identity, so one caller's taint is never another's.
     stateless: Mutex<HashMap<String, stateless::Slot>>,
     upstream_ids: AtomicU64,
+    /// A 2026-07-28 upstream served natively.
+    native: native::Native,
     /// Shutting down: no new sessions.
     closing: std::sync::atomic::AtomicBool,
 }
@@ -200,6 +213,7 @@ impl HttpFront {
             log,
             stateless: Mutex::new(HashMap::new()),
             upstream_ids: AtomicU64::new(0),
+            native: native::Native::default(),
             closing: std::sync::atomic::AtomicBool::new(false),
         }))
     }

@@ -426,6 +426,22 @@ async fn next_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Option
         .and_then(|(_, t)| serde_json::from_str(t).ok())
 }
 
+/// `message` with the front's own id (and progress token, when it has one), and its own
+/// progress token: stateless clients reuse theirs freely.
+pub(super) fn own_ids(message: &Value, upstream_id: &Value) -> (Value, Option<Value>) {
+    let mut forwarded = message.clone();
+    forwarded["id"] = upstream_id.clone();
+    let token = message.pointer("/params/_meta/progressToken").cloned();
+    if token.is_some()
+        && let Some(meta) = forwarded
+            .pointer_mut("/params/_meta")
+            .and_then(Value::as_object_mut)
+    {
+        meta.insert("progressToken".into(), upstream_id.clone());
+    }
+    (forwarded, token)
+}
+
 /// Serves one stateless request (or notification).
 pub(super) async fn post(
     front: &Arc<HttpFront>,
@@ -465,6 +481,18 @@ pub(super) async fn post(
     if REMOVED.contains(&method.as_str()) {
         return not_found(format!("{method} does not exist in {STATELESS_VERSION}"));
     }
+    if let Some(remote) = front.native_upstream().await {
+        return super::native::post(
+            front,
+            remote,
+            headers,
+            principal,
+            &message,
+            (id, method),
+            sse_ok,
+        )
+        .await;
+    }
     let (session, init) = match front.stateless_upstream(principal).await {
         Ok(x) => x,
         Err(r) => return r.with_id(&id).into_response(),
@@ -486,19 +514,9 @@ pub(super) async fn post(
             return r.into_response();
         }
     }
-    // Ids and progress tokens of the front's own: stateless clients reuse theirs freely.
     let n = front.upstream_ids.fetch_add(1, Ordering::Relaxed);
     let upstream_id = json!(format!("bulwark-{n}"));
-    let mut forwarded = message.clone();
-    forwarded["id"] = upstream_id.clone();
-    let token = message.pointer("/params/_meta/progressToken").cloned();
-    if token.is_some()
-        && let Some(meta) = forwarded
-            .pointer_mut("/params/_meta")
-            .and_then(Value::as_object_mut)
-    {
-        meta.insert("progressToken".into(), upstream_id.clone());
-    }
+    let (forwarded, token) = own_ids(&message, &upstream_id);
     if let Some(extra) = session.extra() {
         extra.put(&upstream_id, param_headers(headers));
     }

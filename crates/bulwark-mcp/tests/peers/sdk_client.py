@@ -10,6 +10,8 @@ usage: sdk_client.py SCENARIO COMMAND [ARGS...]
   everything   @modelcontextprotocol/server-everything: tools, resources, prompts,
                progress, errors
   filesystem   @modelcontextprotocol/server-filesystem rooted at $FS_ROOT
+  modern       modern_server.py (Python SDK, both eras): echo, route (its `region` is mirrored
+               into an Mcp-Param-Region header at 2026-07-28), get_config, run_sql
 """
 import asyncio
 import json
@@ -86,13 +88,31 @@ async def filesystem(s):
     return out
 
 
+async def modern(s):
+    out = {}
+    tools = await s.list_tools()
+    out["tools"] = sorted(t.name for t in tools.tools)
+    out["echo"] = await attempt(s.call_tool("echo", {"message": "hello"}))
+    out["route"] = await attempt(s.call_tool("route", {"region": "eu-west", "query": "q1"}))
+    out["config"] = await attempt(s.call_tool("get_config", {}))
+    out["sql"] = await attempt(s.call_tool("run_sql", {"sql": "DROP DATABASE prod"}))
+    progress = []
+
+    async def on_progress(p, total, message):
+        progress.append([p, total])
+
+    out["count"] = await attempt(s.call_tool("count", {"steps": 3}, progress_callback=on_progress))
+    out["progress"] = progress
+    return out
+
+
 async def main():
     scenario, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     if command.startswith("auto+"):
         async with Client(command[len("auto+"):]) as c:
             result = {"server": c.server_info.name if c.server_info else None,
                       "protocol": c.protocol_version}
-            result.update(await {"everything": everything, "filesystem": filesystem}[scenario](c))
+            result.update(await {"everything": everything, "filesystem": filesystem, "modern": modern}[scenario](c))
         print(json.dumps(result, indent=1, sort_keys=True))
         return
     env = {k: v for k, v in os.environ.items()}
@@ -107,7 +127,7 @@ async def main():
         async with ClientSession(read, write) as s:
             init = await s.initialize()
             result = {"server": init.server_info.name, "protocol": init.protocol_version}
-            result.update(await {"everything": everything, "filesystem": filesystem}[scenario](s))
+            result.update(await {"everything": everything, "filesystem": filesystem, "modern": modern}[scenario](s))
     print(json.dumps(result, indent=1, sort_keys=True))
 
 
