@@ -181,6 +181,20 @@ impl Gateway {
         self.engine.engine().policy().mcp.request_timeout_ms
     }
 
+    /// How long a request may wait for the server (policy `mcp.request_timeout_secs`).
+    pub fn request_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.timeout_ms())
+    }
+
+    /// Stops waiting for the request with `id` without deciding anything: its client is
+    /// gone. A late answer is dropped.
+    pub fn give_up(&self, id: &Value) {
+        let key = jsonrpc::id_key(id);
+        if self.pending().remove(&key).is_some() {
+            self.bury(key);
+        }
+    }
+
     #[cfg(test)]
     fn request_timeout_for_test(&self) -> u64 {
         self.timeout_ms()

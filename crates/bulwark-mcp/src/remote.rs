@@ -32,17 +32,18 @@ use crate::stdio::{MAX_FRAME, Pipe};
 const MAX_IN_FLIGHT: usize = 64;
 
 /// Requests whose extra headers are kept at once; the oldest go first.
-const MAX_EXTRA: usize = 1024;
+const MAX_EXTRA: usize = 256;
 
 /// Extra HTTP headers for particular upstream requests, by request id: the `Mcp-Param-*`
-/// headers a 2026-07-28 client sent with a call, passed on with that call's POST so that
-/// routers and firewalls in front of the upstream see them too. Bounded: entries are taken
-/// when their request is posted, and a request the gateway refused never is, so the
-/// oldest are dropped when full.
+/// headers of a 2026-07-28 client's call, passed on with that call's POST so that routers
+/// and firewalls in front of the upstream see them too. Bound ones are built from the
+/// arguments as forwarded (a masked argument goes masked), unbound ones as the client sent
+/// them. Bounded: entries are taken when their request is posted, and a request the
+/// gateway refused never is, so the oldest are dropped when full.
 #[derive(Default)]
 pub struct ExtraHeaders {
     inner: Mutex<(
-        HashMap<String, HeaderList>,
+        HashMap<String, crate::http::stateless::Params>,
         std::collections::VecDeque<String>,
     )>,
 }
@@ -51,9 +52,9 @@ pub struct ExtraHeaders {
 pub type HeaderList = Vec<(axum::http::HeaderName, axum::http::HeaderValue)>;
 
 impl ExtraHeaders {
-    /// Files `headers` for the request with `id`.
-    pub fn put(&self, id: &Value, headers: HeaderList) {
-        if headers.is_empty() {
+    /// Files `params` for the request with `id`.
+    pub(crate) fn put(&self, id: &Value, params: crate::http::stateless::Params) {
+        if params.bound.is_empty() && params.unbound.is_empty() {
             return;
         }
         let key = jsonrpc::id_key(id);
@@ -67,19 +68,27 @@ impl ExtraHeaders {
                 None => break,
             }
         }
-        if map.insert(key.clone(), headers).is_none() {
+        if map.insert(key.clone(), params).is_none() {
             order.push_back(key);
         }
     }
 
-    /// Takes what was filed for the request with `id`.
-    fn take(&self, id: &Value) -> HeaderList {
+    /// The headers for `msg` (the request as forwarded), from what was filed for it.
+    fn take(&self, msg: &Value, id: &Value) -> HeaderList {
         let key = jsonrpc::id_key(id);
-        let mut g = lock(&self.inner);
-        let (map, order) = &mut *g;
-        match map.remove(&key) {
-            Some(h) => {
+        let filed = {
+            let mut g = lock(&self.inner);
+            let (map, order) = &mut *g;
+            let filed = map.remove(&key);
+            if filed.is_some() {
                 order.retain(|k| *k != key);
+            }
+            filed
+        };
+        match filed {
+            Some(p) => {
+                let mut h = crate::http::stateless::bound_headers(msg, &p.bound);
+                h.extend(p.unbound);
                 h
             }
             None => Vec::new(),
@@ -514,7 +523,7 @@ impl Upstream {
             .request(reqwest::Method::POST)
             .header("content-type", "application/json");
         if let (Some(extra), Some(id)) = (&self.extra, &id) {
-            for (name, value) in extra.take(id) {
+            for (name, value) in extra.take(&msg, id) {
                 request = request.header(name, value);
             }
         }

@@ -857,7 +857,11 @@ fn a_2026_server_gets_2026_requests_as_they_are_and_decisions_still_apply() {
         gated["route"]["ok"]["content"][0]["text"],
         "routed q1 to eu-west"
     );
-    assert_eq!(gated["progress"].as_array().map(Vec::len), Some(3), "{gated}");
+    assert_eq!(
+        gated["progress"].as_array().map(Vec::len),
+        Some(3),
+        "{gated}"
+    );
     // The key in the result is masked, the destructive statement blocked.
     let config = gated["config"].to_string();
     assert!(!config.contains("AKIAZ7KDPQXL4MWN3BVC"), "{config}");
@@ -1064,6 +1068,22 @@ fn a_remote_server_gets_no_client_credentials_and_internal_ones_need_permission(
     for (params, region) in [
         (&[][..], json!("eu-west")),
         (&[("Mcp-Param-Region", "us-east")][..], json!("eu-west")),
+        // Given twice, a header cannot be trusted to say one thing.
+        (
+            &[
+                ("Mcp-Param-Region", "eu-west"),
+                ("Mcp-Param-Region", "eu-west"),
+            ][..],
+            json!("eu-west"),
+        ),
+        (
+            &[
+                ("Mcp-Param-Region", "eu-west"),
+                ("Mcp-Param-Trace", "a"),
+                ("Mcp-Param-Trace", "b"),
+            ][..],
+            json!("eu-west"),
+        ),
     ] {
         let r = route(12, params, region);
         assert_eq!(r.status, 400, "{r:?}");
@@ -1087,6 +1107,16 @@ fn a_remote_server_gets_no_client_credentials_and_internal_ones_need_permission(
     assert_eq!(calls.len(), 1, "{seen}");
     assert_eq!(calls[0]["headers"]["mcp-param-region"], "eu-west", "{seen}");
     assert_eq!(calls[0]["headers"]["mcp-param-trace"], "t-42", "{seen}");
+    // A key in a bound argument: whatever the gateway does with the call, the key does not
+    // travel upstream in a header (bound headers are built from the forwarded arguments).
+    let key = "AKIAZ7KDPQXL4MWN3BVC";
+    let _ = route(15, &[("Mcp-Param-Region", key)], json!(key));
+    std::thread::sleep(Duration::from_millis(300));
+    let seen = std::fs::read_to_string(&record).unwrap();
+    for line in seen.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        assert!(!r["headers"].to_string().contains(key), "{line}");
+    }
     // A 2024-11-05 upstream whose endpoint is on another origin: never followed.
     let before = std::fs::read_to_string(&record).unwrap().lines().count();
     let o = Command::new(BIN)

@@ -22,8 +22,10 @@ use axum::response::{IntoResponse, Response};
 use bulwark_engine::Principal;
 use serde_json::{Value, json};
 
-use super::stateless::{METHOD_NOT_FOUND, STATELESS_VERSION, own_ids};
-use super::{HttpFront, Rewrite, json_response, rpc_error, sse_response};
+use super::stateless::{
+    METHOD_NOT_FOUND, STATELESS_VERSION, ToolBindings, bound_headers, own_ids, params,
+};
+use super::{HttpFront, Rewrite, rpc_error, sse_response};
 use crate::gateway::{Gateway, Out};
 use crate::jsonrpc;
 use crate::remote::{Exchange, HeaderList, Remote};
@@ -31,163 +33,244 @@ use crate::remote::{Exchange, HeaderList, Remote};
 /// How long the upstream may take to answer `server/discover`.
 const DISCOVER_WAIT: Duration = Duration::from_secs(10);
 
+/// One caller's stateless state: its gateway core and the tools it listed.
+struct Caller {
+    core: Arc<Gateway>,
+    tools: std::sync::Mutex<ToolBindings>,
+    last_used: std::sync::atomic::AtomicU64,
+}
+
 /// What the front knows of a native upstream.
 #[derive(Default)]
 pub(super) struct Native {
     /// Whether the upstream speaks 2026-07-28, once it has said.
     speaks: tokio::sync::OnceCell<bool>,
-    /// A gateway core per caller.
-    cores: std::sync::Mutex<HashMap<String, Arc<Gateway>>>,
+    /// Each caller's state (at most twice `max_sessions`; the longest idle goes first).
+    callers: std::sync::Mutex<HashMap<String, Arc<Caller>>>,
 }
 
-/// The headers a stateless request carries on to the upstream: the protocol's mirrors of
-/// the body and every `Mcp-Param-*`.
-fn passed_on(h: &HeaderMap) -> HeaderList {
+/// The protocol's mirrors of the body, which go upstream as the client sent them (checked
+/// by [`super::stateless`] first, each given once).
+fn mirrors(h: &HeaderMap) -> HeaderList {
     h.iter()
         .filter(|(name, _)| {
-            let n = name.as_str();
-            matches!(n, "mcp-protocol-version" | "mcp-method" | "mcp-name")
-                || n.starts_with("mcp-param-")
+            matches!(
+                name.as_str(),
+                "mcp-protocol-version" | "mcp-method" | "mcp-name"
+            )
         })
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
 }
 
 impl HttpFront {
-    /// The upstream, when it is an HTTP server that speaks 2026-07-28 itself. Asked once;
-    /// an upstream that cannot be reached is asked again next time.
+    /// The upstream, when it is an HTTP server that speaks 2026-07-28 itself. Asked once,
+    /// by one request while others wait; an upstream that gives no clear answer (cannot be
+    /// reached, is busy) is asked again next time.
     pub(super) async fn native_upstream(&self) -> Option<&Remote> {
         let (remote, _) = self.connector.remote()?;
-        if let Some(speaks) = self.native.speaks.get() {
-            return speaks.then_some(remote);
-        }
-        let discover = json!({"jsonrpc": "2.0", "id": "bulwark-discover", "method": "server/discover",
-            "params": {"_meta": {
-                "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "bulwark", "version": env!("CARGO_PKG_VERSION")}}}});
-        let headers = vec![
-            (
-                axum::http::HeaderName::from_static("mcp-protocol-version"),
-                axum::http::HeaderValue::from_static(STATELESS_VERSION),
-            ),
-            (
-                axum::http::HeaderName::from_static("mcp-method"),
-                axum::http::HeaderValue::from_static("server/discover"),
-            ),
-        ];
-        let asked = tokio::time::timeout(DISCOVER_WAIT, async {
-            let mut answer = remote.exchange(&discover, headers).await.ok()?;
-            answer.next().await
-        })
-        .await;
-        let Ok(Some(answer)) = asked else {
-            return None;
-        };
-        let speaks = answer
-            .pointer("/result/supportedVersions")
-            .and_then(Value::as_array)
-            .is_some_and(|v| v.iter().any(|x| x == STATELESS_VERSION));
-        if self.native.speaks.set(speaks).is_ok() {
-            (self.log)(if speaks {
-                "the upstream speaks 2026-07-28: stateless requests go to it as they are"
-            } else {
-                "the upstream does not speak 2026-07-28: stateless requests are wrapped in a session"
-            });
-        }
-        speaks.then_some(remote)
+        let speaks = self
+            .native
+            .speaks
+            .get_or_try_init(|| async {
+                let speaks = discover(remote).await?;
+                (self.log)(if speaks {
+                    "the upstream speaks 2026-07-28: stateless requests go to it as they are"
+                } else {
+                    "the upstream does not speak 2026-07-28: stateless requests are wrapped in a session"
+                });
+                Ok::<bool, ()>(speaks)
+            })
+            .await;
+        matches!(speaks, Ok(true)).then_some(remote)
     }
 
-    /// The gateway core of `principal`'s stateless requests.
-    fn native_core(&self, principal: &Principal) -> Result<Arc<Gateway>, String> {
+    /// The stateless state of `principal`.
+    fn caller(&self, principal: &Principal) -> Result<Arc<Caller>, String> {
         let key = format!(
             "{}|{}",
             principal.verified,
             principal.id.as_deref().unwrap_or("")
         );
-        let mut cores = match self.native.cores.lock() {
+        let now = self.now_ms();
+        let mut callers = match self.native.callers.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        if let Some(core) = cores.get(&key) {
-            return Ok(Arc::clone(core));
+        if let Some(c) = callers.get(&key) {
+            c.last_used.store(now, std::sync::atomic::Ordering::Relaxed);
+            return Ok(Arc::clone(c));
         }
-        // Forgetting a caller's core would forget its taint: at the limit, new callers wait.
-        if cores.len() >= self.config.max_sessions * 2 {
-            return Err(format!(
-                "{} callers already have stateless state here",
-                cores.len()
-            ));
+        if callers.len() >= self.config.max_sessions * 2 {
+            // As with sessions: the longest-unused caller with nothing in progress makes
+            // room; with none, the new caller waits.
+            let idle = callers
+                .iter()
+                .filter(|(_, c)| c.core.waiting() == 0 && Arc::strong_count(c) == 1)
+                .min_by_key(|(_, c)| c.last_used.load(std::sync::atomic::Ordering::Relaxed))
+                .map(|(k, _)| k.clone());
+            match idle {
+                Some(k) => {
+                    callers.remove(&k);
+                }
+                None => {
+                    return Err(format!(
+                        "{} callers have stateless requests in progress here",
+                        callers.len()
+                    ));
+                }
+            }
         }
         let Some((_, make)) = self.connector.remote() else {
             return Err("the upstream is not an HTTP server".into());
         };
-        let n = cores.len();
-        let core = make(&format!("stateless-{n}"), principal)?;
-        cores.insert(key, Arc::clone(&core));
-        Ok(core)
+        let n = self
+            .upstream_ids
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let caller = Arc::new(Caller {
+            core: make(&format!("stateless-{n}"), principal)?,
+            tools: std::sync::Mutex::new(ToolBindings::default()),
+            last_used: std::sync::atomic::AtomicU64::new(now),
+        });
+        callers.insert(key, Arc::clone(&caller));
+        Ok(caller)
     }
 }
 
-/// A request the core waits on: answered with an error when its exchange ends without an
-/// answer (or is dropped: the client went away), so the core forgets it.
+/// Asks the upstream whether it speaks 2026-07-28; `Err` when it gave no clear answer.
+async fn discover(remote: &Remote) -> Result<bool, ()> {
+    let id = json!("bulwark-discover");
+    let discover = json!({"jsonrpc": "2.0", "id": id, "method": "server/discover",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "bulwark", "version": env!("CARGO_PKG_VERSION")}}}});
+    let headers = vec![
+        (
+            axum::http::HeaderName::from_static("mcp-protocol-version"),
+            axum::http::HeaderValue::from_static(STATELESS_VERSION),
+        ),
+        (
+            axum::http::HeaderName::from_static("mcp-method"),
+            axum::http::HeaderValue::from_static("server/discover"),
+        ),
+    ];
+    let asked = tokio::time::timeout(DISCOVER_WAIT, async {
+        let mut answer = remote.exchange(&discover, headers).await.map_err(|_| ())?;
+        // Busy or failing: no verdict on what it speaks.
+        if answer.status() == 429 || answer.status() >= 500 {
+            return Err(());
+        }
+        while let Some(msg) = answer.next().await {
+            if msg.get("id") == Some(&id) {
+                return Ok(Some(msg));
+            }
+        }
+        // Answered, but not with JSON-RPC: a server that does not know the revision.
+        Ok(None)
+    })
+    .await
+    .map_err(|_| ())??;
+    Ok(asked.is_some_and(|a| {
+        a.pointer("/result/supportedVersions")
+            .and_then(Value::as_array)
+            .is_some_and(|v| v.iter().any(|x| x == STATELESS_VERSION))
+    }))
+}
+
+/// A request the core waits on: when its exchange ends without an answer, the client gets
+/// an error; when the client goes away first, the core stops waiting.
 struct Waiting {
-    core: Arc<Gateway>,
+    caller: Arc<Caller>,
     upstream_id: Value,
     answered: bool,
     /// The front's clock.
     clock: std::time::Instant,
+    deadline: tokio::time::Instant,
 }
 
 impl Waiting {
     /// Feeds the upstream's message to the core; what the client gets of it.
     fn take(&mut self, msg: &Value, rewrite: &Rewrite) -> Vec<String> {
-        if msg.get("id") == Some(&self.upstream_id)
-            && (msg.get("result").is_some() || msg.get("error").is_some())
-        {
+        let response = msg.get("result").is_some() || msg.get("error").is_some();
+        if response {
+            // One answer per exchange, and only to this request: an answer under another
+            // id would settle a request of the same caller in flight elsewhere.
+            if self.answered || msg.get("id") != Some(&self.upstream_id) {
+                return Vec::new();
+            }
             self.answered = true;
         }
         let now = self.clock.elapsed().as_millis() as u64;
-        self.core
+        let mut out = Vec::new();
+        for o in self
+            .caller
+            .core
             .from_server(msg.to_string().as_bytes(), now)
-            .into_iter()
-            .filter_map(|o| match o {
-                Out::Client(v) => rewrite.apply(&v.to_string()),
-                // A stateless client cannot be asked anything.
-                Out::Server(_) => None,
-            })
-            .collect()
+        {
+            // A stateless client cannot be asked anything.
+            let Out::Client(v) = o else { continue };
+            if response
+                && rewrite.method == "tools/list"
+                && let Some(result) = v.get("result")
+            {
+                lock(&self.caller.tools).learn(result);
+            }
+            out.extend(rewrite.apply(&v.to_string()));
+        }
+        out
     }
 
     /// The error the client gets when the upstream gave no answer.
     fn fail(&mut self, why: &str, rewrite: &Rewrite) -> Vec<String> {
         let e = jsonrpc::error(&self.upstream_id, jsonrpc::INTERNAL_ERROR, why, None);
-        self.take(&e, rewrite)
+        let out = self.take(&e, rewrite);
+        if out.is_empty() {
+            // The core had already given up on it: the client still hears why.
+            let e = jsonrpc::error(&rewrite.client_id, jsonrpc::INTERNAL_ERROR, why, None);
+            return vec![e.to_string()];
+        }
+        out
+    }
+
+    /// The next message of `exchange`, or `None` at its end or at the deadline.
+    async fn next(&self, exchange: &mut Exchange) -> Result<Option<Value>, String> {
+        tokio::time::timeout_at(self.deadline, exchange.next())
+            .await
+            .map_err(|_| {
+                format!(
+                    "the server did not answer within {} s (policy mcp.request_timeout_secs)",
+                    self.caller.core.request_timeout().as_secs()
+                )
+            })
     }
 }
 
 impl Drop for Waiting {
     fn drop(&mut self) {
         if !self.answered {
-            let e = jsonrpc::error(
-                &self.upstream_id,
-                jsonrpc::INTERNAL_ERROR,
-                "the client went away",
-                None,
-            );
-            let _ = self.core.from_server(e.to_string().as_bytes(), 0);
+            self.caller.core.give_up(&self.upstream_id);
         }
     }
 }
 
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
 /// The HTTP status for a final answer: 404 for an unknown method, as the revision requires,
-/// or the upstream's own 4xx for its own error.
+/// or the upstream's own 4xx for its own error — except that the upstream refusing the
+/// gateway's credentials is the gateway's failure (502), not the client's.
 fn status_for(answer: &str, upstream: u16) -> StatusCode {
     let code = serde_json::from_str::<Value>(answer)
         .ok()
         .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64));
     match code {
         Some(METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(_) if matches!(upstream, 401 | 403 | 407) => StatusCode::BAD_GATEWAY,
         Some(_) if (400..500).contains(&upstream) => {
             StatusCode::from_u16(upstream).unwrap_or(StatusCode::BAD_REQUEST)
         }
@@ -217,7 +300,7 @@ pub(super) async fn post(
     (id, method): (Value, String),
     sse_ok: bool,
 ) -> Response {
-    let core = match front.native_core(principal) {
+    let caller = match front.caller(principal) {
         Ok(c) => c,
         Err(why) => {
             return rpc_error(
@@ -227,6 +310,16 @@ pub(super) async fn post(
                 &why,
             );
         }
+    };
+    let params = if method == "tools/call" {
+        let name = message.pointer("/params/name").and_then(Value::as_str);
+        let bound = name.map(|n| lock(&caller.tools).of(n)).unwrap_or_default();
+        match params(headers, &id, message, bound) {
+            Ok(p) => Some(p),
+            Err(r) => return r.into_response(),
+        }
+    } else {
+        None
     };
     let upstream_id = json!(format!(
         "bulwark-{}",
@@ -243,7 +336,10 @@ pub(super) async fn post(
     });
     let mut upstream = None;
     let mut decided = Vec::new();
-    for o in core.from_client(forwarded.to_string().as_bytes(), front.now_ms()) {
+    for o in caller
+        .core
+        .from_client(forwarded.to_string().as_bytes(), front.now_ms())
+    {
         match o {
             Out::Server(v) if v.get("id") == Some(&upstream_id) => upstream = Some(v),
             Out::Server(_) => {}
@@ -262,22 +358,34 @@ pub(super) async fn post(
             ),
         };
     };
+    // The mirrors as sent; bound parameters from the arguments as forwarded (masked ones
+    // masked); unbound ones as sent.
+    let mut pass = mirrors(headers);
+    if let Some(p) = params {
+        pass.extend(bound_headers(&upstream, &p.bound));
+        pass.extend(p.unbound);
+    }
+    let deadline = tokio::time::Instant::now() + caller.core.request_timeout();
     let mut waiting = Waiting {
-        core,
+        caller,
         upstream_id,
         answered: false,
         clock: front.started,
+        deadline,
     };
-    let exchange = match remote.exchange(&upstream, passed_on(headers)).await {
-        Ok(x) => x,
-        Err(why) => {
+    let exchange = tokio::time::timeout_at(deadline, remote.exchange(&upstream, pass)).await;
+    let exchange = match exchange {
+        Ok(Ok(x)) => x,
+        Ok(Err(why)) => {
             let why = format!("the upstream server cannot be reached: {why}");
             (front.log)(&why);
-            let mut out = waiting.fail(&why, &rewrite);
-            return match out.pop() {
-                Some(answer) => json_text(StatusCode::BAD_GATEWAY, answer),
-                None => rpc_error(StatusCode::BAD_GATEWAY, &id, jsonrpc::INTERNAL_ERROR, &why),
-            };
+            let answer = waiting.fail(&why, &rewrite).pop().unwrap_or_default();
+            return json_text(StatusCode::BAD_GATEWAY, answer);
+        }
+        Err(_) => {
+            let why = "the upstream server did not answer in time";
+            let answer = waiting.fail(why, &rewrite).pop().unwrap_or_default();
+            return json_text(StatusCode::GATEWAY_TIMEOUT, answer);
         }
     };
     // The answer keeps the upstream's form: a stream stays a stream (for a client that
@@ -291,30 +399,31 @@ pub(super) async fn post(
 
 /// The final answer alone, as JSON (progress is dropped: the client takes JSON only).
 async fn json_only(mut exchange: Exchange, mut waiting: Waiting, rewrite: &Rewrite) -> Response {
-    while let Some(msg) = exchange.next().await {
-        let answered_before = waiting.answered;
-        let out = waiting.take(&msg, rewrite);
-        if waiting.answered
-            && !answered_before
-            && let Some(answer) = out.into_iter().last()
-        {
-            return json_text(status_for(&answer, exchange.status()), answer);
+    let why = loop {
+        match waiting.next(&mut exchange).await {
+            Ok(Some(msg)) => {
+                let out = waiting.take(&msg, rewrite);
+                if waiting.answered
+                    && let Some(answer) = out.into_iter().last()
+                {
+                    return json_text(status_for(&answer, exchange.status()), answer);
+                }
+            }
+            Ok(None) => {
+                break format!(
+                    "the upstream server (HTTP {}) ended its answer without answering",
+                    exchange.status()
+                );
+            }
+            Err(why) => break why,
         }
-    }
-    let why = format!(
-        "the upstream server (HTTP {}) ended its answer without answering",
-        exchange.status()
-    );
-    match waiting.fail(&why, rewrite).pop() {
-        Some(answer) => json_text(StatusCode::BAD_GATEWAY, answer),
-        None => json_response(
-            StatusCode::BAD_GATEWAY,
-            &jsonrpc::error(&rewrite.client_id, jsonrpc::INTERNAL_ERROR, &why, None),
-        ),
-    }
+    };
+    let answer = waiting.fail(&why, rewrite).pop().unwrap_or_default();
+    json_text(StatusCode::BAD_GATEWAY, answer)
 }
 
-/// Every message as an SSE event, as the upstream sends them.
+/// Every message as an SSE event, as the upstream sends them; the stream ends with the
+/// answer.
 fn events(exchange: Exchange, waiting: Waiting, rewrite: Arc<Rewrite>) -> Body {
     let state = (exchange, waiting, rewrite, false);
     let stream = futures_util::stream::unfold(state, |mut st| async move {
@@ -323,18 +432,19 @@ fn events(exchange: Exchange, waiting: Waiting, rewrite: Arc<Rewrite>) -> Body {
             return None;
         }
         loop {
-            let out = match exchange.next().await {
-                Some(msg) => waiting.take(&msg, rewrite),
-                None if waiting.answered => return None,
-                None => {
-                    *over = true;
+            let out = match waiting.next(exchange).await {
+                Ok(Some(msg)) => waiting.take(&msg, rewrite),
+                Ok(None) if waiting.answered => return None,
+                Ok(None) => {
                     let why = format!(
                         "the upstream server (HTTP {}) ended its answer without answering",
                         exchange.status()
                     );
                     waiting.fail(&why, rewrite)
                 }
+                Err(why) => waiting.fail(&why, rewrite),
             };
+            *over = waiting.answered;
             let chunk: String = out
                 .iter()
                 .map(|t| format!("event: message\ndata: {t}\n\n"))

@@ -1,7 +1,6 @@
 //! One client session of the HTTP front: its upstream link, its streams, and the two tasks
 //! that move lines between them.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -9,7 +8,7 @@ use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{mpsc, oneshot};
 
-use super::stateless::{Binding, MAX_BOUND_TOOLS, bindings};
+use super::stateless::{Binding, ToolBindings};
 use super::streams::{Poll, Streams};
 use crate::frame::{self, Frame};
 use crate::jsonrpc::{self, Kind};
@@ -59,7 +58,7 @@ pub struct Session {
     last_seen: AtomicU64,
     /// Tools' `Mcp-Param-*` bindings, from the listings this session relayed (stateless
     /// sessions only; at most [`super::stateless::MAX_BOUND_TOOLS`]).
-    bindings: Mutex<HashMap<String, Vec<Binding>>>,
+    bindings: Mutex<ToolBindings>,
     extra: Option<Arc<crate::remote::ExtraHeaders>>,
 }
 
@@ -86,7 +85,7 @@ impl Session {
             version: Mutex::new(version.to_string()),
             initialize_id: Mutex::new(None),
             last_seen: AtomicU64::new(now_ms),
-            bindings: Mutex::new(HashMap::new()),
+            bindings: Mutex::new(ToolBindings::default()),
             extra: link.extra,
         });
         tokio::spawn(async move {
@@ -157,17 +156,8 @@ impl Session {
                 Ok(Kind::Notification { method }) if method != "notifications/progress" => return,
                 _ => {}
             }
-            if let Some(tools) = v.pointer("/result/tools").and_then(Value::as_array) {
-                let mut known = lock(&self.bindings);
-                for t in tools {
-                    let Some(name) = t.get("name").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    if known.len() >= MAX_BOUND_TOOLS && !known.contains_key(name) {
-                        break;
-                    }
-                    known.insert(name.to_string(), bindings(t));
-                }
+            if let Some(result) = v.get("result") {
+                lock(&self.bindings).learn(result);
             }
         }
         let mut failed_initialize = false;
@@ -238,7 +228,7 @@ impl Session {
 
     /// The `Mcp-Param-*` bindings of tool `name`, as last listed.
     pub fn bindings(&self, name: &str) -> Vec<Binding> {
-        lock(&self.bindings).get(name).cloned().unwrap_or_default()
+        lock(&self.bindings).of(name)
     }
 
     /// Where headers for the upstream's POSTs are filed, when it is reached over HTTP.

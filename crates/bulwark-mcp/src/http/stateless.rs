@@ -152,8 +152,43 @@ pub struct Binding {
     path: Vec<String>,
 }
 
-/// Tools whose header bindings a session keeps at most.
+/// Tools whose header bindings a caller's state keeps at most.
 pub const MAX_BOUND_TOOLS: usize = 4096;
+
+/// Bindings one tool may declare that are enforced; a tool declaring more has none
+/// enforced and its calls carry none of them (a listing is untrusted input).
+const MAX_BINDINGS_PER_TOOL: usize = 64;
+
+/// `Mcp-Param-*` headers a call may carry that no argument is bound to, and their size.
+const MAX_UNBOUND: usize = 16;
+const MAX_UNBOUND_BYTES: usize = 1024;
+
+/// The bindings of the tools a caller listed, by tool name (bounded).
+#[derive(Debug, Default)]
+pub struct ToolBindings(std::collections::HashMap<String, Vec<Binding>>);
+
+impl ToolBindings {
+    /// Takes in a `tools/list` result.
+    pub fn learn(&mut self, result: &Value) {
+        let Some(tools) = result.get("tools").and_then(Value::as_array) else {
+            return;
+        };
+        for t in tools {
+            let Some(name) = t.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            if self.0.len() >= MAX_BOUND_TOOLS && !self.0.contains_key(name) {
+                break;
+            }
+            self.0.insert(name.to_string(), bindings(t));
+        }
+    }
+
+    /// The bindings of tool `name`, as last listed.
+    pub fn of(&self, name: &str) -> Vec<Binding> {
+        self.0.get(name).cloned().unwrap_or_default()
+    }
+}
 
 /// The header bindings a tool definition declares. Only valid annotations count (an invalid
 /// one is not enforced, as the revision says): a token name, unique in the tool regardless of
@@ -193,14 +228,134 @@ pub fn bindings(tool: &Value) -> Vec<Binding> {
     if let Some(schema) = tool.get("inputSchema") {
         walk(schema, &mut Vec::new(), &mut out, 0);
     }
+    if out.len() > MAX_BINDINGS_PER_TOOL {
+        return Vec::new();
+    }
     // Two properties claiming one header: neither is enforced.
-    let dup: Vec<String> = out
-        .iter()
-        .filter(|b| out.iter().filter(|o| o.header == b.header).count() > 1)
-        .map(|b| b.header.clone())
+    let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for b in &out {
+        *count.entry(b.header.as_str()).or_default() += 1;
+    }
+    let dup: Vec<String> = count
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(h, _)| h.to_string())
         .collect();
     out.retain(|b| !dup.contains(&b.header));
     out
+}
+
+/// The value a header carries for argument `v`: as it is when it can travel as plain
+/// visible ASCII, else `=?base64?…?=`.
+fn encode_header(v: &Value) -> Option<String> {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(_) | Value::Number(_) => v.to_string(),
+        _ => return None,
+    };
+    let plain = text
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+        && text.trim_matches([' ', '\t']) == text
+        && !(text.starts_with("=?base64?") && text.ends_with("?="));
+    if plain {
+        return Some(text);
+    }
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::from("=?base64?");
+    for chunk in text.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out.push_str("?=");
+    Some(out)
+}
+
+/// The bound `Mcp-Param-*` headers of a call as it goes upstream: built from the arguments
+/// the gateway forwards (masked ones masked), never copied from the client's headers.
+pub(crate) fn bound_headers(message: &Value, bound: &[Binding]) -> crate::remote::HeaderList {
+    let mut out = Vec::new();
+    for b in bound {
+        let mut arg = message.pointer("/params/arguments");
+        for key in &b.path {
+            arg = arg.and_then(|a| a.get(key));
+        }
+        let Some(value) = arg.filter(|a| !a.is_null()).and_then(encode_header) else {
+            continue;
+        };
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::from_bytes(b.header.as_bytes()),
+            axum::http::HeaderValue::from_str(&value),
+        ) {
+            out.push((name, value));
+        }
+    }
+    out
+}
+
+/// The client's `Mcp-Param-*` headers that no argument of the tool is bound to: passed on
+/// as they are (routers may use them), at most [`MAX_UNBOUND`] of at most
+/// [`MAX_UNBOUND_BYTES`] each, each given once.
+fn unbound_headers(
+    h: &HeaderMap,
+    id: &Value,
+    bound: &[Binding],
+) -> Result<crate::remote::HeaderList, Reject> {
+    let bad = |msg: String| reject(StatusCode::BAD_REQUEST, id, HEADER_MISMATCH, &msg);
+    let mut out: crate::remote::HeaderList = Vec::new();
+    for name in h.keys() {
+        let n = name.as_str();
+        if !n.starts_with("mcp-param-") || bound.iter().any(|b| b.header == n) {
+            continue;
+        }
+        let mut values = h.get_all(name).iter();
+        let (Some(value), None) = (values.next(), values.next()) else {
+            return Err(bad(format!("header {n} is given more than once")));
+        };
+        if value.len() > MAX_UNBOUND_BYTES {
+            return Err(bad(format!(
+                "header {n} is longer than {MAX_UNBOUND_BYTES} bytes"
+            )));
+        }
+        if out.len() == MAX_UNBOUND {
+            return Err(bad(format!(
+                "more than {MAX_UNBOUND} Mcp-Param-* headers name no argument of the tool"
+            )));
+        }
+        out.push((name.clone(), value.clone()));
+    }
+    Ok(out)
+}
+
+/// What a call takes upstream in headers, once checked: its bindings (the values are taken
+/// from the forwarded body when it is posted) and the unbound `Mcp-Param-*` headers.
+pub(crate) struct Params {
+    pub(crate) bound: Vec<Binding>,
+    pub(crate) unbound: crate::remote::HeaderList,
+}
+
+/// Checks a `tools/call`'s `Mcp-Param-*` headers (see [`check_params`],
+/// [`unbound_headers`]) and returns what goes upstream with it.
+pub(super) fn params(
+    h: &HeaderMap,
+    id: &Value,
+    message: &Value,
+    bound: Vec<Binding>,
+) -> Result<Params, Reject> {
+    check_params(h, id, message, &bound)?;
+    let unbound = unbound_headers(h, id, &bound)?;
+    Ok(Params { bound, unbound })
 }
 
 /// Checks a `tools/call`'s `Mcp-Param-*` headers against its arguments: each bound argument
@@ -221,6 +376,9 @@ fn check_params(
         let Some(arg) = arg.filter(|a| !a.is_null()) else {
             continue;
         };
+        if h.get_all(b.header.as_str()).iter().count() > 1 {
+            return Err(bad(format!("header {} is given more than once", b.header)));
+        }
         let header = match header_value(h, &b.header) {
             Some(Ok(v)) => v,
             Some(Err(())) => return Err(bad(format!("header {} is not readable", b.header))),
@@ -235,11 +393,15 @@ fn check_params(
         let same = match arg {
             Value::String(s) => *s == header,
             Value::Bool(v) => header == v.to_string(),
-            Value::Number(n) => header
-                .parse::<f64>()
-                .ok()
-                .zip(n.as_f64())
-                .is_some_and(|(a, b)| a == b),
+            // Integers compare exactly; other numbers as numbers (42.0 is 42).
+            Value::Number(n) => match (n.as_i64(), header.parse::<i64>()) {
+                (Some(a), Ok(b)) => a == b,
+                _ => header
+                    .parse::<f64>()
+                    .ok()
+                    .zip(n.as_f64())
+                    .is_some_and(|(a, b)| a == b && a.abs() < 9_007_199_254_740_992.0),
+            },
             _ => false,
         };
         if !same {
@@ -251,14 +413,6 @@ fn check_params(
         }
     }
     Ok(())
-}
-
-/// The `Mcp-Param-*` headers of a request, to pass on upstream.
-fn param_headers(h: &HeaderMap) -> crate::remote::HeaderList {
-    h.iter()
-        .filter(|(name, _)| name.as_str().starts_with("mcp-param-"))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect()
 }
 
 /// Checks a stateless request against its headers. Returns the request's method.
@@ -282,6 +436,12 @@ fn validate(h: &HeaderMap, id: &Value, message: &Value, method: &str) -> Result<
         ));
     };
     let mirror = |name: &str, body: &str| -> Result<(), Reject> {
+        if h.get_all(name).iter().count() > 1 {
+            return Err(bad(
+                HEADER_MISMATCH,
+                format!("header {name} is given more than once"),
+            ));
+        }
         match header_value(h, name) {
             Some(Ok(v)) if v == body => Ok(()),
             Some(Ok(v)) => Err(bad(
@@ -481,6 +641,11 @@ pub(super) async fn post(
     if REMOVED.contains(&method.as_str()) {
         return not_found(format!("{method} does not exist in {STATELESS_VERSION}"));
     }
+    let forwarded_method =
+        method == "server/discover" || FORWARDED.iter().any(|(m, _)| *m == method);
+    if !forwarded_method {
+        return not_found(format!("method not found: {method}"));
+    }
     if let Some(remote) = front.native_upstream().await {
         return super::native::post(
             front,
@@ -507,18 +672,21 @@ pub(super) async fn post(
     if caps.get(cap).is_none() {
         return not_found(format!("{method}: the server does not offer {cap}"));
     }
-    if method == "tools/call" {
+    let params = if method == "tools/call" {
         let name = message.pointer("/params/name").and_then(Value::as_str);
         let bound = name.map(|n| session.bindings(n)).unwrap_or_default();
-        if let Err(r) = check_params(headers, &id, &message, &bound) {
-            return r.into_response();
+        match params(headers, &id, &message, bound) {
+            Ok(p) => Some(p),
+            Err(r) => return r.into_response(),
         }
-    }
+    } else {
+        None
+    };
     let n = front.upstream_ids.fetch_add(1, Ordering::Relaxed);
     let upstream_id = json!(format!("bulwark-{n}"));
     let (forwarded, token) = own_ids(&message, &upstream_id);
-    if let Some(extra) = session.extra() {
-        extra.put(&upstream_id, param_headers(headers));
+    if let (Some(extra), Some(params)) = (session.extra(), params) {
+        extra.put(&upstream_id, params);
     }
     let mode = if sse_ok { Mode::Events } else { Mode::Json };
     let opened = session.streams().open(&upstream_id, &forwarded, mode);
