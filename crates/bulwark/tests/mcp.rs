@@ -109,19 +109,26 @@ impl Gateway {
         }
     }
 
-    /// Sends `line` and returns everything received up to and including the answer with
-    /// id `id`.
-    fn until_answered(&mut self, line: &[u8], id: &str) -> Vec<Value> {
-        self.send_raw(line);
+    /// Calls `tool` (the hostile server's `change_tools`, under whatever name it has here)
+    /// and checks that the server's `notifications/tools/list_changed` reached the client.
+    fn change_tools(&mut self, tool: &str) {
+        let call = json!({"jsonrpc": "2.0", "id": "c1", "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}});
+        self.send_raw(call.to_string().as_bytes());
         let mut seen = Vec::new();
         loop {
             let v = self.recv(Duration::from_secs(10));
-            let done = v["id"] == id;
+            let done = v["id"] == "c1";
             seen.push(v);
             if done {
-                return seen;
+                break;
             }
         }
+        assert!(
+            seen.iter()
+                .any(|v| v["method"] == "notifications/tools/list_changed"),
+            "{seen:?}"
+        );
     }
 
     fn initialize(&mut self) -> Value {
@@ -623,15 +630,7 @@ fn a_tool_list_change_reaches_the_client_and_the_next_listing_is_judged_afresh()
         "3 results for x"
     );
     // While running, the server changes `search` and says so.
-    let seen = g.until_answered(
-        br#"{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"change_tools","arguments":{}}}"#,
-        "c1",
-    );
-    assert!(
-        seen.iter()
-            .any(|v| v["method"] == "notifications/tools/list_changed"),
-        "{seen:?}"
-    );
+    g.change_tools("change_tools");
     // The client lists again, as the notification asks: the changed definition is a rug
     // pull, withheld and refused.
     let tools = g.tool_names();
@@ -707,15 +706,7 @@ fn the_policys_servers_are_offered_as_one_with_prefixes() {
     );
     // A member's tool-list change reaches the client, and the next merged listing judges
     // the changed definition afresh.
-    let seen = g.until_answered(
-        br#"{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"hostile__change_tools","arguments":{}}}"#,
-        "c1",
-    );
-    assert!(
-        seen.iter()
-            .any(|v| v["method"] == "notifications/tools/list_changed"),
-        "{seen:?}"
-    );
+    g.change_tools("hostile__change_tools");
     let names = g.tool_names();
     assert!(!names.contains(&"hostile__search".to_string()), "{names:?}");
     assert!(names.contains(&"hostile__run_sql".to_string()), "{names:?}");

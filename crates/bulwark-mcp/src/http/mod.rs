@@ -1007,19 +1007,33 @@ mod tests {
         .unwrap()
     }
 
-    #[tokio::test]
-    async fn a_connection_that_sends_nothing_is_closed() {
-        use tokio::io::AsyncReadExt;
-        let front = idle_front(HttpConfig {
-            header_timeout: Duration::from_millis(200),
-            ..HttpConfig::default()
-        });
+    /// Serves an idle front with `config` on a loopback port: its address, its stop, and
+    /// the serving task.
+    async fn serving(
+        config: HttpConfig,
+    ) -> (
+        std::net::SocketAddr,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<std::io::Result<usize>>,
+    ) {
+        let front = idle_front(config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(serve(listener, front, async move {
             let _ = stopped.await;
         }));
+        (addr, stop, server)
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_sends_nothing_is_closed() {
+        use tokio::io::AsyncReadExt;
+        let (addr, stop, server) = serving(HttpConfig {
+            header_timeout: Duration::from_millis(200),
+            ..HttpConfig::default()
+        })
+        .await;
         let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
         let closed = tokio::time::timeout(Duration::from_secs(5), async {
             let mut buf = [0u8; 256];
@@ -1039,16 +1053,11 @@ mod tests {
     #[tokio::test]
     async fn a_body_that_does_not_arrive_in_time_gets_408() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let front = idle_front(HttpConfig {
+        let (addr, stop, server) = serving(HttpConfig {
             body_timeout: Duration::from_millis(300),
             ..HttpConfig::default()
-        });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, front, async move {
-            let _ = stopped.await;
-        }));
+        })
+        .await;
         let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
         let head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\

@@ -805,6 +805,47 @@ mod tests {
         h
     }
 
+    #[test]
+    fn header_values_round_trip() {
+        for text in [
+            "eu-west",
+            "",
+            "a b",
+            " padded",
+            "ünïcödé",
+            "line\nbreak",
+            "=?base64?x?=",
+            "ab",
+            "abc",
+            "abcd",
+        ] {
+            let encoded = encode_header(&json!(text)).unwrap();
+            let h = headers(&[("mcp-param-x", encoded.as_str())]);
+            assert_eq!(
+                header_value(&h, "mcp-param-x"),
+                Some(Ok(text.to_string())),
+                "{encoded}"
+            );
+        }
+        assert_eq!(encode_header(&json!(42)).as_deref(), Some("42"));
+        assert_eq!(encode_header(&json!(true)).as_deref(), Some("true"));
+        assert_eq!(encode_header(&json!({"a": 1})), None);
+    }
+
+    #[test]
+    fn bindings_are_valid_annotations_only() {
+        let tool = json!({"name": "t", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "bad name": {"type": "string", "x-mcp-header": "Not A Token"},
+            "obj": {"type": "object", "x-mcp-header": "Obj", "properties": {
+                "zone": {"type": "integer", "x-mcp-header": "Zone"}}},
+            "a": {"type": "string", "x-mcp-header": "Twice"},
+            "b": {"type": "string", "x-mcp-header": "twice"}}}});
+        let mut got: Vec<String> = bindings(&tool).into_iter().map(|b| b.header).collect();
+        got.sort();
+        assert_eq!(got, ["mcp-param-region", "mcp-param-zone"]);
+    }
+
     fn call(version: &str, name: &str) -> Value {
         json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":name,"arguments":{},
             "_meta":{"io.modelcontextprotocol/protocolVersion":version,
