@@ -584,7 +584,8 @@ impl Gateway {
                 }
                 msg
             }
-            "initialize" => {
+            // A 2026-07-28 server states its instructions in `server/discover`.
+            "initialize" | "server/discover" => {
                 if let Some(result) = msg.get_mut("result").and_then(Value::as_object_mut) {
                     if result.get("instructions").is_some_and(|i| !i.is_string()) {
                         (self.log)("dropped instructions that are not a string");

@@ -85,14 +85,7 @@ impl ExtraHeaders {
             }
             filed
         };
-        match filed {
-            Some(p) => {
-                let mut h = crate::http::stateless::bound_headers(msg, &p.bound);
-                h.extend(p.unbound);
-                h
-            }
-            None => Vec::new(),
-        }
+        filed.map(|p| p.headers(msg)).unwrap_or_default()
     }
 
     /// Requests with headers filed.

@@ -23,7 +23,7 @@ use bulwark_engine::Principal;
 use serde_json::{Value, json};
 
 use super::stateless::{
-    METHOD_NOT_FOUND, STATELESS_VERSION, ToolBindings, bound_headers, own_ids, params,
+    METHOD_NOT_FOUND, STATELESS_VERSION, ToolBindings, own_ids, params, strip_unserved,
 };
 use super::{HttpFront, Rewrite, rpc_error, sse_response};
 use crate::gateway::{Gateway, Out};
@@ -32,6 +32,10 @@ use crate::remote::{Exchange, HeaderList, Remote};
 
 /// How long the upstream may take to answer `server/discover`.
 const DISCOVER_WAIT: Duration = Duration::from_secs(10);
+
+/// How long after an unanswered `server/discover` stateless requests are wrapped without
+/// asking again.
+const DISCOVER_RETRY: Duration = Duration::from_secs(30);
 
 /// One caller's stateless state: its gateway core and the tools it listed.
 struct Caller {
@@ -45,19 +49,23 @@ struct Caller {
 pub(super) struct Native {
     /// Whether the upstream speaks 2026-07-28, once it has said.
     speaks: tokio::sync::OnceCell<bool>,
+    /// When asking last gave no answer: not asked again for a while, so requests do not
+    /// queue behind one another's attempts.
+    failed_at: std::sync::Mutex<Option<std::time::Instant>>,
     /// Each caller's state (at most twice `max_sessions`; the longest idle goes first).
     callers: std::sync::Mutex<HashMap<String, Arc<Caller>>>,
 }
 
 /// The protocol's mirrors of the body, which go upstream as the client sent them (checked
-/// by [`super::stateless`] first, each given once).
-fn mirrors(h: &HeaderMap) -> HeaderList {
+/// by [`super::stateless`] first, each given once): `Mcp-Name` only for the methods it
+/// is checked for.
+fn mirrors(h: &HeaderMap, method: &str) -> HeaderList {
+    let named = matches!(method, "tools/call" | "prompts/get" | "resources/read");
     h.iter()
-        .filter(|(name, _)| {
-            matches!(
-                name.as_str(),
-                "mcp-protocol-version" | "mcp-method" | "mcp-name"
-            )
+        .filter(|(name, _)| match name.as_str() {
+            "mcp-protocol-version" | "mcp-method" => true,
+            "mcp-name" => named,
+            _ => false,
         })
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
@@ -73,7 +81,18 @@ impl HttpFront {
             .native
             .speaks
             .get_or_try_init(|| async {
-                let speaks = discover(remote).await?;
+                let recent = lock(&self.native.failed_at)
+                    .is_some_and(|t| t.elapsed() < DISCOVER_RETRY);
+                if recent {
+                    return Err(());
+                }
+                let speaks = match discover(remote).await {
+                    Ok(s) => s,
+                    Err(()) => {
+                        *lock(&self.native.failed_at) = Some(std::time::Instant::now());
+                        return Err(());
+                    }
+                };
                 (self.log)(if speaks {
                     "the upstream speaks 2026-07-28: stateless requests go to it as they are"
                 } else {
@@ -157,8 +176,8 @@ async fn discover(remote: &Remote) -> Result<bool, ()> {
     ];
     let asked = tokio::time::timeout(DISCOVER_WAIT, async {
         let mut answer = remote.exchange(&discover, headers).await.map_err(|_| ())?;
-        // Busy or failing: no verdict on what it speaks.
-        if answer.status() == 429 || answer.status() >= 500 {
+        // Refusing the gateway, busy or failing: no verdict on what it speaks.
+        if matches!(answer.status(), 401 | 403 | 407 | 429) || answer.status() >= 500 {
             return Err(());
         }
         while let Some(msg) = answer.next().await {
@@ -210,11 +229,18 @@ impl Waiting {
         {
             // A stateless client cannot be asked anything.
             let Out::Client(v) = o else { continue };
+            let mut v = v;
             if response
                 && rewrite.method == "tools/list"
                 && let Some(result) = v.get("result")
             {
                 lock(&self.caller.tools).learn(result);
+            }
+            if response
+                && rewrite.method == "server/discover"
+                && let Some(caps) = v.pointer_mut("/result/capabilities")
+            {
+                strip_unserved(caps);
             }
             out.extend(rewrite.apply(&v.to_string()));
         }
@@ -263,14 +289,16 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The HTTP status for a final answer: 404 for an unknown method, as the revision requires,
 /// or the upstream's own 4xx for its own error — except that the upstream refusing the
-/// gateway's credentials is the gateway's failure (502), not the client's.
+/// gateway's credentials, or failing, is the gateway's failure (502), not the client's.
 fn status_for(answer: &str, upstream: u16) -> StatusCode {
     let code = serde_json::from_str::<Value>(answer)
         .ok()
         .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64));
     match code {
         Some(METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
-        Some(_) if matches!(upstream, 401 | 403 | 407) => StatusCode::BAD_GATEWAY,
+        Some(_) if matches!(upstream, 401 | 403 | 407) || upstream >= 500 => {
+            StatusCode::BAD_GATEWAY
+        }
         Some(_) if (400..500).contains(&upstream) => {
             StatusCode::from_u16(upstream).unwrap_or(StatusCode::BAD_REQUEST)
         }
@@ -360,10 +388,9 @@ pub(super) async fn post(
     };
     // The mirrors as sent; bound parameters from the arguments as forwarded (masked ones
     // masked); unbound ones as sent.
-    let mut pass = mirrors(headers);
+    let mut pass = mirrors(headers, &rewrite.method);
     if let Some(p) = params {
-        pass.extend(bound_headers(&upstream, &p.bound));
-        pass.extend(p.unbound);
+        pass.extend(p.headers(&upstream));
     }
     let deadline = tokio::time::Instant::now() + caller.core.request_timeout();
     let mut waiting = Waiting {
@@ -399,7 +426,7 @@ pub(super) async fn post(
 
 /// The final answer alone, as JSON (progress is dropped: the client takes JSON only).
 async fn json_only(mut exchange: Exchange, mut waiting: Waiting, rewrite: &Rewrite) -> Response {
-    let why = loop {
+    let (why, status) = loop {
         match waiting.next(&mut exchange).await {
             Ok(Some(msg)) => {
                 let out = waiting.take(&msg, rewrite);
@@ -410,16 +437,17 @@ async fn json_only(mut exchange: Exchange, mut waiting: Waiting, rewrite: &Rewri
                 }
             }
             Ok(None) => {
-                break format!(
+                let why = format!(
                     "the upstream server (HTTP {}) ended its answer without answering",
                     exchange.status()
                 );
+                break (why, StatusCode::BAD_GATEWAY);
             }
-            Err(why) => break why,
+            Err(why) => break (why, StatusCode::GATEWAY_TIMEOUT),
         }
     };
     let answer = waiting.fail(&why, rewrite).pop().unwrap_or_default();
-    json_text(StatusCode::BAD_GATEWAY, answer)
+    json_text(status, answer)
 }
 
 /// Every message as an SSE event, as the upstream sends them; the stream ends with the
@@ -445,6 +473,18 @@ fn events(exchange: Exchange, waiting: Waiting, rewrite: Arc<Rewrite>) -> Body {
                 Err(why) => waiting.fail(&why, rewrite),
             };
             *over = waiting.answered;
+            // Answered, but the core let nothing through: the client still gets an answer.
+            let out = if *over && out.is_empty() {
+                let e = jsonrpc::error(
+                    &rewrite.client_id,
+                    jsonrpc::INTERNAL_ERROR,
+                    "the gateway could not pass the upstream's answer on",
+                    None,
+                );
+                vec![e.to_string()]
+            } else {
+                out
+            };
             let chunk: String = out
                 .iter()
                 .map(|t| format!("event: message\ndata: {t}\n\n"))

@@ -159,6 +159,9 @@ pub const MAX_BOUND_TOOLS: usize = 4096;
 /// enforced and its calls carry none of them (a listing is untrusted input).
 const MAX_BINDINGS_PER_TOOL: usize = 64;
 
+/// The longest header name or property name a binding may have.
+const MAX_NAME: usize = 128;
+
 /// `Mcp-Param-*` headers a call may carry that no argument is bound to, and their size.
 const MAX_UNBOUND: usize = 16;
 const MAX_UNBOUND_BYTES: usize = 1024;
@@ -204,8 +207,11 @@ pub fn bindings(tool: &Value) -> Vec<Binding> {
         }
         for (key, prop) in props {
             path.push(key.clone());
-            if let Some(name) = prop.get("x-mcp-header").and_then(Value::as_str) {
+            if let Some(name) = prop.get("x-mcp-header").and_then(Value::as_str)
+                && path.iter().all(|k| k.len() <= MAX_NAME)
+            {
                 let token = !name.is_empty()
+                    && name.len() <= MAX_NAME
                     && name
                         .bytes()
                         .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
@@ -343,6 +349,44 @@ fn unbound_headers(
 pub(crate) struct Params {
     pub(crate) bound: Vec<Binding>,
     pub(crate) unbound: crate::remote::HeaderList,
+}
+
+impl Params {
+    /// The headers for `message`, the call as the gateway forwards it: bound ones built
+    /// from its arguments; unbound ones only where the value is that of one of its
+    /// arguments. A header that mirrors no argument as forwarded (the gateway masked it,
+    /// or it never was one) would carry what no decision saw, so it stays here.
+    pub(crate) fn headers(&self, message: &Value) -> crate::remote::HeaderList {
+        let mut out = bound_headers(message, &self.bound);
+        let mut values = Vec::new();
+        if let Some(args) = message.pointer("/params/arguments") {
+            primitives(args, &mut values, 0);
+        }
+        for (name, value) in &self.unbound {
+            let mut h = HeaderMap::new();
+            h.insert(name.clone(), value.clone());
+            if let Some(Ok(text)) = header_value(&h, name.as_str())
+                && values.contains(&text)
+            {
+                out.push((name.clone(), value.clone()));
+            }
+        }
+        out
+    }
+}
+
+/// The string, number and boolean values in `v`, as header text (bounded).
+fn primitives(v: &Value, out: &mut Vec<String>, depth: usize) {
+    if depth > 8 || out.len() >= 256 {
+        return;
+    }
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Number(_) | Value::Bool(_) => out.push(v.to_string()),
+        Value::Array(a) => a.iter().for_each(|x| primitives(x, out, depth + 1)),
+        Value::Object(o) => o.values().for_each(|x| primitives(x, out, depth + 1)),
+        Value::Null => {}
+    }
 }
 
 /// Checks a `tools/call`'s `Mcp-Param-*` headers (see [`check_params`],
@@ -586,6 +630,21 @@ async fn next_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Option
         .and_then(|(_, t)| serde_json::from_str(t).ok())
 }
 
+/// Takes out of `caps` what the front does not serve to stateless clients: there is no
+/// `subscriptions/listen` here and no per-request `logLevel` upstream, so no list-change
+/// or resource notifications and no logs.
+pub(super) fn strip_unserved(caps: &mut Value) {
+    if let Some(c) = caps.as_object_mut() {
+        c.remove("logging");
+        for (_, v) in c.iter_mut() {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("listChanged");
+                o.remove("subscribe");
+            }
+        }
+    }
+}
+
 /// `message` with the front's own id (and progress token, when it has one), and its own
 /// progress token: stateless clients reuse theirs freely.
 pub(super) fn own_ids(message: &Value, upstream_id: &Value) -> (Value, Option<Value>) {
@@ -738,15 +797,7 @@ pub(super) async fn post(
 /// subscriptions (they would need `subscriptions/listen`), no log lines.
 fn discover(init: &Value) -> Value {
     let mut caps = init.get("capabilities").cloned().unwrap_or(json!({}));
-    if let Some(c) = caps.as_object_mut() {
-        c.remove("logging");
-        for (_, v) in c.iter_mut() {
-            if let Some(o) = v.as_object_mut() {
-                o.remove("listChanged");
-                o.remove("subscribe");
-            }
-        }
-    }
+    strip_unserved(&mut caps);
     let mut r = json!({
         "supportedVersions": supported(),
         "capabilities": caps,
