@@ -871,6 +871,32 @@ fn a_2026_server_gets_2026_requests_as_they_are_and_decisions_still_apply() {
         direct["sql"]["ok"].is_object(),
         "the server itself runs it: {direct}"
     );
+    // The server's own discovery, less what the gateway does not serve stateless clients.
+    let d = http(
+        &gw.addr,
+        "POST",
+        "/mcp",
+        &stateless_headers("server/discover", None),
+        &stateless(json!(6), "server/discover", json!({})),
+    );
+    let d = &d.messages()[0];
+    assert_eq!(d["id"], 6, "{d}");
+    assert_eq!(
+        d["result"]["supportedVersions"],
+        json!(["2026-07-28"]),
+        "{d}"
+    );
+    assert!(d["result"]["capabilities"]["tools"].is_object(), "{d}");
+    assert!(
+        d["result"]["capabilities"]["tools"]
+            .get("listChanged")
+            .is_none(),
+        "{d}"
+    );
+    assert_eq!(
+        d["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "bulwark-modern-test"
+    );
     // The server's own header checks answer as the server answers.
     let call = stateless(
         json!(7),
