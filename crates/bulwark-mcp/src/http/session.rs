@@ -59,6 +59,8 @@ pub struct Session {
     /// Tools' `Mcp-Param-*` bindings, from the listings this session relayed (stateless
     /// sessions only; at most [`super::stateless::MAX_BOUND_TOOLS`]).
     bindings: Mutex<ToolBindings>,
+    /// The upstream ids of the `tools/list` requests in flight (the newest 64).
+    listings: Mutex<std::collections::VecDeque<String>>,
     extra: Option<Arc<crate::remote::ExtraHeaders>>,
 }
 
@@ -86,6 +88,7 @@ impl Session {
             initialize_id: Mutex::new(None),
             last_seen: AtomicU64::new(now_ms),
             bindings: Mutex::new(ToolBindings::default()),
+            listings: Mutex::new(std::collections::VecDeque::new()),
             extra: link.extra,
         });
         tokio::spawn(async move {
@@ -156,8 +159,17 @@ impl Session {
                 Ok(Kind::Notification { method }) if method != "notifications/progress" => return,
                 _ => {}
             }
-            if let Some(result) = v.get("result") {
-                lock(&self.bindings).learn(result);
+            // Only an answer to a `tools/list` this session sent says what the tools are.
+            if let Some(result) = v.get("result")
+                && let Ok(Kind::Response { id }) = jsonrpc::classify(&v)
+            {
+                let key = jsonrpc::id_key(&id);
+                let mut asked = lock(&self.listings);
+                if let Some(at) = asked.iter().position(|k| *k == key) {
+                    asked.remove(at);
+                    drop(asked);
+                    lock(&self.bindings).learn(result);
+                }
             }
         }
         let mut failed_initialize = false;
@@ -229,6 +241,16 @@ impl Session {
     /// The `Mcp-Param-*` bindings of tool `name`, as last listed.
     pub fn bindings(&self, name: &str) -> Vec<Binding> {
         lock(&self.bindings).of(name)
+    }
+
+    /// Notes that the request with `id` is a `tools/list`, whose answer the session learns
+    /// the tools' header bindings from.
+    pub fn listing(&self, id: &Value) {
+        let mut asked = lock(&self.listings);
+        if asked.len() >= 64 {
+            asked.pop_front();
+        }
+        asked.push_back(jsonrpc::id_key(id));
     }
 
     /// Where headers for the upstream's POSTs are filed, when it is reached over HTTP.

@@ -748,6 +748,9 @@ pub(super) async fn post(
         extra.put(&upstream_id, params);
     }
     let mode = if sse_ok { Mode::Events } else { Mode::Json };
+    if method == "tools/list" {
+        session.listing(&upstream_id);
+    }
     let opened = session.streams().open(&upstream_id, &forwarded, mode);
     let (stream, reader) = match opened {
         Ok(x) => x,
