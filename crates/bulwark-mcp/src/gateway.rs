@@ -17,6 +17,7 @@
 //! server are bounded in number and in time; when the server goes away or does not answer,
 //! the client gets an error for each, never silence.
 
+use crate::locks::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -131,10 +132,7 @@ impl Gateway {
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
-        match self.pending.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        lock(&self.pending)
     }
 
     /// How many requests wait for the server.
@@ -826,13 +824,6 @@ impl Gateway {
                 "reason": format!("The server's answer is larger than {limit} bytes."),
             })),
         ))]
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 

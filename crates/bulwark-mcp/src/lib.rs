@@ -13,6 +13,7 @@ pub mod frame;
 pub mod gateway;
 pub mod http;
 pub mod jsonrpc;
+mod locks;
 pub mod pinfile;
 pub mod remote;
 pub mod stdio;

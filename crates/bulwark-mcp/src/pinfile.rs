@@ -5,6 +5,7 @@
 //! write replaces the file atomically (write, sync, rename): a crash leaves the old pins or
 //! the new ones, never half of each.
 
+use crate::locks::lock;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -85,20 +86,14 @@ impl PinFile {
 
     fn mark_seen(&self) {
         let s = self.stamp();
-        match self.seen.lock() {
-            Ok(mut g) => *g = s,
-            Err(p) => *p.into_inner() = s,
-        }
+        *lock(&self.seen) = s;
     }
 
     /// Whether the file changed since this process last read or wrote it (an operator ran
     /// `bulwark pins accept` or `reset`).
     pub fn changed(&self) -> bool {
         let now = self.stamp();
-        let seen = match self.seen.lock() {
-            Ok(g) => *g,
-            Err(p) => *p.into_inner(),
-        };
+        let seen = *lock(&self.seen);
         now != seen
     }
 

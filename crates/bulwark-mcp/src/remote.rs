@@ -13,6 +13,7 @@
 //! tool call holds nothing else up, and a cancelled request stops being waited for. A
 //! request the upstream refuses or cannot be reached for is answered with a JSON-RPC error, never silence.
 
+use crate::locks::lock;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -465,13 +466,6 @@ struct Upstream {
     /// The upstream forgot the session (404): the pipe ends, so the client hears of it.
     expired: std::sync::atomic::AtomicBool,
     forgot: tokio::sync::Notify,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
 }
 
 impl Upstream {

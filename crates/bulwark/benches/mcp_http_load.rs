@@ -294,25 +294,10 @@ fn closed_loop(addr: &str, sid: &str, secs: f64) -> f64 {
     calls as f64 / secs
 }
 
-fn pct(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
-}
-
 fn listen() -> (TcpListener, String) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let a = l.local_addr().unwrap().to_string();
     (l, a)
-}
-
-fn rss_mb(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
 }
 
 struct Gateway(Child);
@@ -358,7 +343,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(300));
-    let idle = rss_mb(gw.0.id());
+    let idle = common::rss_mb(gw.0.id());
 
     let rates = [1000u64, 3000];
     let secs = 4u64;
@@ -383,7 +368,7 @@ fn main() {
                 "bulwark" => format!("{:.0}", (cpu_us(gw.0.id()) - cpu0) / (rate * secs) as f64),
                 _ => "".to_string(),
             };
-            let (p50, p99) = (pct(&mut rtt, 0.50), pct(&mut rtt, 0.99));
+            let (p50, p99) = (common::pct(&mut rtt, 0.50), common::pct(&mut rtt, 0.99));
             if name == "direct" {
                 direct.push((p50, p99));
             }
@@ -404,7 +389,7 @@ fn main() {
     }
     eprintln!(
         "bulwark --listen: idle RSS after start-up {idle:.1} MB; after the load {:.1} MB",
-        rss_mb(gw.0.id())
+        common::rss_mb(gw.0.id())
     );
     drop(gw);
     let _ = std::fs::remove_dir_all(&state);

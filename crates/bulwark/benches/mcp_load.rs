@@ -125,14 +125,8 @@ impl Upstream {
         self.stdin.flush().unwrap();
     }
 
-    fn rss_kb(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
+    fn rss_mb(&self) -> f64 {
+        common::rss_mb(self.child.id())
     }
 
     /// Sends `n` calls at `rate` per second; returns the round trips in microseconds.
@@ -194,11 +188,6 @@ impl Drop for Upstream {
     }
 }
 
-fn pct(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
-}
-
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
     if let Some(i) = args.iter().position(|a| a == "--role") {
@@ -249,19 +238,19 @@ fn main() {
     );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut direct: Vec<(f64, f64)> = Vec::new();
-    let mut rss = 0;
+    let mut rss = 0.0;
     for (name, argv) in &setups {
         let mut u = Upstream::start(argv);
         if name.starts_with("bulwark") {
             std::thread::sleep(Duration::from_millis(500));
-            rss = u.rss_kb();
+            rss = u.rss_mb();
         }
         // Warm up the path (page cache, allocator, first-use tables).
         u.open_loop(1_000_000, 2000, 2000);
         let max = u.throughput(2_000_000, 32, 3.0);
         for (k, &rate) in rates.iter().enumerate() {
             let mut rtt = u.open_loop(10_000_000 * (k as u64 + 1), rate * secs, rate);
-            let (p50, p99) = (pct(&mut rtt, 0.50), pct(&mut rtt, 0.99));
+            let (p50, p99) = (common::pct(&mut rtt, 0.50), common::pct(&mut rtt, 0.99));
             if *name == "direct" {
                 direct.push((p50, p99));
             }
@@ -280,8 +269,8 @@ fn main() {
         if name.starts_with("bulwark") {
             eprintln!(
                 "{name}: idle RSS after start-up {:.1} MB; after the load {:.1} MB",
-                rss as f64 / 1024.0,
-                u.rss_kb() as f64 / 1024.0
+                rss,
+                u.rss_mb()
             );
         }
     }

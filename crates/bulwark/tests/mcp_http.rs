@@ -708,15 +708,13 @@ impl HttpServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the reference server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        HttpServer { child, port }
+        let server = HttpServer { child, port };
+        eventually(
+            Duration::from_secs(20),
+            "the reference server did not start",
+            || TcpStream::connect(("127.0.0.1", port)).ok(),
+        );
+        server
     }
 
     fn url(&self) -> String {
@@ -812,17 +810,12 @@ fn python_peer(dir: &Path, script: &str, args: &[&str]) -> (Peer, String) {
             .spawn()
             .unwrap(),
     );
-    let started = Instant::now();
-    loop {
-        if let Ok(p) = std::fs::read_to_string(&port_file) {
-            return (peer, p.trim().to_string());
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{script} did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let port = eventually(
+        Duration::from_secs(30),
+        &format!("{script} did not start"),
+        || std::fs::read_to_string(&port_file).ok(),
+    );
+    (peer, port.trim().to_string())
 }
 
 #[test]
@@ -1756,18 +1749,15 @@ fn closing_a_stateless_response_stream_cancels_the_call_upstream() {
     let head = read_until(&mut conn, "\r\n\r\n");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     drop(conn);
-    let started = Instant::now();
-    loop {
-        let log = gw.log.lock().unwrap().clone();
-        if log.contains("cancelled \"bulwark-") {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no cancellation reached the server:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // (The gateway's log, which says what the server saw, is printed if this fails.)
+    eventually(
+        Duration::from_secs(10),
+        "no cancellation reached the server",
+        || {
+            let log = gw.log.lock().unwrap();
+            log.contains("cancelled \"bulwark-").then_some(())
+        },
+    );
 }
 
 #[test]
@@ -1841,14 +1831,11 @@ fn a_session_whose_initialize_fails_ends_its_server() {
             .stdout
             .is_empty()
     };
-    let started = Instant::now();
-    while running() {
-        assert!(
-            started.elapsed() < Duration::from_secs(8),
-            "the server outlived its failed session"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    eventually(
+        Duration::from_secs(8),
+        "the server outlived its failed session",
+        || (!running()).then_some(()),
+    );
     let sid = r.headers["mcp-session-id"].clone();
     let ping = http(
         &gw.addr,

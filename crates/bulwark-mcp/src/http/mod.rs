@@ -25,6 +25,7 @@ pub mod session;
 pub mod stateless;
 pub mod streams;
 
+use crate::locks::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -223,10 +224,7 @@ impl HttpFront {
     }
 
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
-        match self.sessions.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        lock(&self.sessions)
     }
 
     /// Sessions open now.

@@ -11,6 +11,7 @@
 //! errors, its checks of the headers. A client that closes its stream closes the upstream's,
 //! which is how the revision cancels.
 
+use crate::locks::lock;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -112,10 +113,7 @@ impl HttpFront {
             principal.id.as_deref().unwrap_or("")
         );
         let now = self.now_ms();
-        let mut callers = match self.native.callers.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
+        let mut callers = lock(&self.native.callers);
         if let Some(c) = callers.get(&key) {
             c.last_used.store(now, std::sync::atomic::Ordering::Relaxed);
             return Ok(Arc::clone(c));
@@ -277,13 +275,6 @@ impl Drop for Waiting {
         if !self.answered {
             self.caller.core.give_up(&self.upstream_id);
         }
-    }
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! One client session of the HTTP front: its upstream link, its streams, and the two tasks
 //! that move lines between them.
 
+use crate::locks::lock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -129,10 +130,7 @@ impl Session {
     }
 
     pub(crate) fn streams(&self) -> MutexGuard<'_, Streams> {
-        match self.streams.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        lock(&self.streams)
     }
 
     fn deliver(&self, line: &[u8]) {
@@ -291,12 +289,5 @@ impl Session {
     /// Whether the upstream is gone.
     pub fn ended(&self) -> bool {
         self.streams().ended()
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
     }
 }

@@ -16,6 +16,7 @@
 //! `InputRequiredResult`s, and its log lines are not sent (no per-request `logLevel`
 //! reaches it).
 
+use crate::locks::lock;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -90,22 +91,22 @@ fn supported() -> Vec<&'static str> {
 
 /// A header value: optional whitespace trimmed, `=?base64?…?=` decoded.
 fn header_value(h: &HeaderMap, name: &str) -> Option<Result<String, ()>> {
-    let raw = h.get(name)?;
-    let Ok(text) = raw.to_str() else {
-        return Some(Err(()));
-    };
+    h.get(name).map(decode_header)
+}
+
+/// What a header value says: optional whitespace trimmed, `=?base64?…?=` decoded.
+fn decode_header(raw: &axum::http::HeaderValue) -> Result<String, ()> {
+    let text = raw.to_str().map_err(|_| ())?;
     let text = text.trim_matches([' ', '\t']);
-    Some(
-        match text
-            .strip_prefix("=?base64?")
-            .and_then(|r| r.strip_suffix("?="))
-        {
-            Some(b64) => base64_decode(b64)
-                .and_then(|b| String::from_utf8(b).ok())
-                .ok_or(()),
-            None => Ok(text.to_string()),
-        },
-    )
+    match text
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        Some(b64) => base64_decode(b64)
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or(()),
+        None => Ok(text.to_string()),
+    }
 }
 
 /// Strict standard base64 (with padding), as the revision's header encoding uses.
@@ -363,11 +364,7 @@ impl Params {
             primitives(args, &mut values, 0);
         }
         for (name, value) in &self.unbound {
-            let mut h = HeaderMap::new();
-            h.insert(name.clone(), value.clone());
-            if let Some(Ok(text)) = header_value(&h, name.as_str())
-                && values.contains(&text)
-            {
+            if decode_header(value).is_ok_and(|text| values.contains(&text)) {
                 out.push((name.clone(), value.clone()));
             }
         }
@@ -537,10 +534,7 @@ impl HttpFront {
         // One slot per caller, locked while its upstream is initialized: callers wait only
         // for their own.
         let slot = {
-            let mut slots = match self.stateless.lock() {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
+            let mut slots = lock(&self.stateless);
             if slots.len() >= self.config.max_sessions * 2 {
                 slots.retain(|_, slot| {
                     slot.try_lock()
@@ -925,32 +919,23 @@ mod tests {
             code(validate(&ok, &json!(1), &no_meta, "tools/call")),
             Some(INVALID_PARAMS)
         );
-        let wrong_name = headers(&[
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "other"),
-        ]);
-        assert_eq!(
-            code(validate(&wrong_name, &json!(1), &m, "tools/call")),
-            Some(HEADER_MISMATCH)
-        );
-        let no_name = headers(&[
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-        ]);
-        assert_eq!(
-            code(validate(&no_name, &json!(1), &m, "tools/call")),
-            Some(HEADER_MISMATCH)
-        );
-        let case = headers(&[
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "TOOLS/CALL"),
-            ("mcp-name", "echo"),
-        ]);
-        assert_eq!(
-            code(validate(&case, &json!(1), &m, "tools/call")),
-            Some(HEADER_MISMATCH)
-        );
+        // Another name, no name, the method in another case: each a mismatch.
+        for (method, name) in [
+            ("tools/call", Some("other")),
+            ("tools/call", None),
+            ("TOOLS/CALL", Some("echo")),
+        ] {
+            let mut list = vec![
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", method),
+            ];
+            list.extend(name.map(|n| ("mcp-name", n)));
+            assert_eq!(
+                code(validate(&headers(&list), &json!(1), &m, "tools/call")),
+                Some(HEADER_MISMATCH),
+                "{list:?}"
+            );
+        }
         // Header and body agree on a version nobody serves.
         let v999 = headers(&[
             ("mcp-protocol-version", "v999.0.0"),

@@ -1,5 +1,6 @@
-//! What the MCP load harnesses share: the upstream's one tool, `echo`, and the gateway's
-//! state directory and policy.
+//! What the MCP load harnesses share: the upstream's one tool, `echo`, the gateway's
+//! state directory and policy, and how a run is measured (percentiles, a process's resident
+//! memory).
 
 use serde_json::{Value, json};
 
@@ -42,4 +43,21 @@ pub fn state_and_policy(name: &str) -> (std::path::PathBuf, std::path::PathBuf) 
     )
     .unwrap();
     (state, policy)
+}
+
+/// The `q` quantile of `v` (sorted in place).
+pub fn pct(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
+}
+
+/// Resident memory of process `pid`, in MB.
+pub fn rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
 }

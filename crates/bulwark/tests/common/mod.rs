@@ -1,4 +1,5 @@
-//! What the MCP end-to-end tests share: where the real peers are, and scratch directories.
+//! What the MCP end-to-end tests share: where the real peers are, scratch directories, and
+//! waiting for something to happen.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
@@ -89,4 +90,21 @@ pub fn conformance_2026() -> PathBuf {
         p.display()
     );
     p
+}
+
+/// Polls `probe` every 50 ms until it gives a value; fails the test with `what` if that
+/// takes longer than `within`.
+pub fn eventually<T>(
+    within: std::time::Duration,
+    what: &str,
+    mut probe: impl FnMut() -> Option<T>,
+) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(started.elapsed() < within, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
