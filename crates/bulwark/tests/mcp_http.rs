@@ -865,13 +865,7 @@ fn a_2026_server_gets_2026_requests_as_they_are_and_decisions_still_apply() {
         "the server itself runs it: {direct}"
     );
     // The server's own discovery, less what the gateway does not serve stateless clients.
-    let d = http(
-        &gw.addr,
-        "POST",
-        "/mcp",
-        &stateless_headers("server/discover", None),
-        &stateless(json!(6), "server/discover", json!({})),
-    );
+    let d = post_stateless(&gw.addr, json!(6), "server/discover", json!({}));
     let d = &d.messages()[0];
     assert_eq!(d["id"], 6, "{d}");
     assert_eq!(
@@ -1195,6 +1189,17 @@ fn stateless_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str
     h
 }
 
+/// POSTs a stateless request of `method` (no `Mcp-Name`) to the gateway at `addr`.
+fn post_stateless(addr: &str, id: Value, method: &str, params: Value) -> Resp {
+    http(
+        addr,
+        "POST",
+        "/mcp",
+        &stateless_headers(method, None),
+        &stateless(id, method, params),
+    )
+}
+
 fn stateless(id: Value, method: &str, params: Value) -> String {
     let mut p = params;
     p["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -1227,13 +1232,7 @@ fn stateless_requests_are_checked_against_their_headers() {
     let state = scratch();
     let gw = everything(&state, &[]);
     let a = gw.addr.as_str();
-    let r = http(
-        a,
-        "POST",
-        "/mcp",
-        &stateless_headers("server/discover", None),
-        &stateless(json!(1), "server/discover", json!({})),
-    );
+    let r = post_stateless(a, json!(1), "server/discover", json!({}));
     assert_eq!(r.status, 200, "{r:?}");
     let d = &r.messages()[0]["result"];
     assert_eq!(d["supportedVersions"][0], "2026-07-28", "{d}");
@@ -1364,13 +1363,7 @@ fn stateless_requests_are_checked_against_their_headers() {
     assert_eq!(r.status, 202);
     // A blocked call is refused with the decision, in the 2026 shape too (the schema is
     // learned from the listing, as in every session).
-    let r = http(
-        a,
-        "POST",
-        "/mcp",
-        &stateless_headers("tools/list", None),
-        &stateless(json!(6), "tools/list", json!({})),
-    );
+    let r = post_stateless(a, json!(6), "tools/list", json!({}));
     let listed = r.messages().into_iter().last().unwrap();
     assert_eq!(listed["result"]["ttlMs"], 0, "{listed}");
     assert_eq!(listed["result"]["cacheScope"], "private");
@@ -1726,13 +1719,7 @@ fn closing_a_stateless_response_stream_cancels_the_call_upstream() {
         &["python3", hostile.to_str().unwrap()],
     );
     let a = gw.addr.as_str();
-    let r = http(
-        a,
-        "POST",
-        "/mcp",
-        &stateless_headers("tools/list", None),
-        &stateless(json!(1), "tools/list", json!({})),
-    );
+    let r = post_stateless(a, json!(1), "tools/list", json!({}));
     assert_eq!(r.status, 200, "{r:?}");
     let call = stateless(
         json!(2),
