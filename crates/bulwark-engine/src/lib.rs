@@ -41,6 +41,7 @@ pub mod shared;
 pub mod stages;
 pub mod state;
 pub mod time;
+pub mod token;
 pub mod verdict_cache;
 
 use std::sync::Arc;
@@ -104,6 +105,33 @@ impl Engine {
             state,
             now,
             &mut Quiet,
+        )
+    }
+
+    /// Decides a tool result that has already reached the agent — one in an LLM request's
+    /// history — and adds its taint to the session whatever the verdict: refusing it now
+    /// cannot take it out of the model's context, so a result the engine would block
+    /// taints the session all the same.
+    ///
+    /// ```
+    /// use bulwark_engine::{Call, Engine, Now, State, Taint};
+    ///
+    /// let engine = Engine::new(bulwark_engine::Policy::builtin().unwrap());
+    /// let mut state = State::new(engine.policy());
+    /// let read = Call::response("s1", "bash", serde_json::json!({"command": "cat ~/.ssh/id_rsa"}),
+    ///     serde_json::json!("-----BEGIN OPENSSH PRIVATE KEY-----"));
+    /// let d = engine.absorb(&read, &mut state, Now::at(0));
+    /// assert!(d.taint.contains(Taint::PrivateData));
+    /// ```
+    pub fn absorb(&self, call: &Call, state: &mut State, now: Now) -> Decision {
+        pipeline::run_as(
+            &self.policy,
+            self.scanner.as_ref(),
+            call,
+            state,
+            now,
+            &mut Quiet,
+            true,
         )
     }
 

@@ -119,6 +119,9 @@ pub struct Ctx<'a> {
     pub escalation: Option<EscalationMode>,
     /// An approval was used.
     pub approved: bool,
+    /// A taint revocation was waived by a grant for this exact call; the grant is used up
+    /// when the call goes through.
+    pub waived: bool,
     /// Digest bound to this exact call.
     pub call_digest: Option<String>,
     /// Rules that matched, with their severity (for burst tracking).
@@ -206,6 +209,21 @@ pub(crate) fn run(
     now: Now,
     observer: &mut dyn Observer,
 ) -> Decision {
+    run_as(policy, scanner, call, state, now, observer, false)
+}
+
+/// Runs the pipeline; with `delivered`, the call's content has already reached the agent
+/// (a tool result in an LLM request's history), so its taint is committed whatever the
+/// verdict: blocking it now cannot take it back.
+pub(crate) fn run_as(
+    policy: &Policy,
+    scanner: &dyn ContentScanner,
+    call: &Call,
+    state: &mut State,
+    now: Now,
+    observer: &mut dyn Observer,
+    delivered: bool,
+) -> Decision {
     let mut ctx = Ctx {
         call,
         policy,
@@ -231,6 +249,7 @@ pub(crate) fn run(
         pending: false,
         escalation: None,
         approved: false,
+        waived: false,
         call_digest: None,
         rule_hits: Vec::new(),
         loop_print: None,
@@ -248,18 +267,18 @@ pub(crate) fn run(
             break;
         }
     }
-    finish(ctx, &mut env)
+    finish(ctx, &mut env, delivered)
 }
 
 /// Monitor mode, the commit of session state, and the decision.
-fn finish(mut ctx: Ctx<'_>, env: &mut Env<'_>) -> Decision {
+fn finish(mut ctx: Ctx<'_>, env: &mut Env<'_>, delivered: bool) -> Decision {
     let mut monitor = None;
     if ctx.policy.mode == Mode::Monitor && ctx.outcome.verdict > Verdict::Warn {
         monitor = Some(ctx.outcome.verdict);
         ctx.outcome.verdict = Verdict::Warn;
     }
     let allowed = ctx.outcome.verdict <= Verdict::Mask;
-    stages::commit(&mut ctx, env, allowed);
+    stages::commit(&mut ctx, env, allowed || delivered);
     let taint = env.session.taint;
     let o = ctx.outcome;
     let reason = if o.reason.is_empty() {
@@ -291,7 +310,11 @@ fn finish(mut ctx: Ctx<'_>, env: &mut Env<'_>) -> Decision {
         pending: ctx.pending,
         escalate: ctx.escalation,
         approved: ctx.approved,
-        call_digest: if o.verdict == Verdict::Approve || ctx.approved {
+        // A taint revocation names the digest too: a person may approve that exact call.
+        call_digest: if o.verdict == Verdict::Approve
+            || ctx.approved
+            || o.code == Some(ReasonCode::TaintRevoked)
+        {
             ctx.call_digest
         } else {
             None

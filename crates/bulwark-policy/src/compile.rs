@@ -211,7 +211,10 @@ pub(crate) fn compile(
             .collect(),
         max_pending: raw.approvals.max_pending.unwrap_or(1000),
         channels: if raw.approvals.channels.is_empty() {
-            vec![schema::ApprovalChannel::Cli]
+            vec![
+                schema::ApprovalChannel::Cli,
+                schema::ApprovalChannel::Header,
+            ]
         } else {
             raw.approvals.channels.clone()
         },
@@ -240,6 +243,31 @@ pub(crate) fn compile(
             None => 300_000,
         },
         env: raw.mcp.env.clone(),
+    };
+    let llm = LlmPolicy {
+        hint: match &raw.llm.hint {
+            Some(h) if h.value.trim().is_empty() || h.value.len() > 4096 => {
+                issues.at(
+                    h.referenced,
+                    "llm.hint must be between 1 and 4096 bytes".to_string(),
+                );
+                String::new()
+            }
+            Some(h) => h.value.clone(),
+            None => crate::compiled::DEFAULT_HINT.to_string(),
+        },
+        sandbox: raw.llm.sandbox,
+        request_timeout_ms: match &raw.llm.request_timeout_secs {
+            Some(t) if t.value == 0 || t.value > 86_400 => {
+                issues.at(
+                    t.referenced,
+                    "request_timeout_secs must be between 1 and 86400".to_string(),
+                );
+                600_000
+            }
+            Some(t) => t.value * 1000,
+            None => 600_000,
+        },
     };
     let mut servers = Vec::new();
     for (name, entry) in &raw.servers {
@@ -339,6 +367,7 @@ pub(crate) fn compile(
         approvals,
         pinning,
         mcp,
+        llm,
         servers,
         audit,
         fleet,

@@ -73,6 +73,9 @@ pub struct PolicyFile {
     /// The MCP gateway.
     #[serde(default)]
     pub mcp: Mcp,
+    /// The LLM API proxy.
+    #[serde(default)]
+    pub llm: Llm,
     /// MCP servers the gateway aggregates behind one endpoint, by name (the prefix of
     /// their tools' and prompts' names).
     #[serde(default)]
@@ -626,6 +629,20 @@ pub struct Mcp {
     /// Environment variables passed to stdio servers besides the built-in allowlist.
     #[serde(default)]
     pub env: Vec<String>,
+}
+
+/// The LLM API proxy's choices.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Llm {
+    /// The safety hint added to a tainted request (default: Bulwark's own).
+    pub hint: Option<Spanned<String>>,
+    /// Rewrite a shell call whose only violation is `net.egress` or `exec.arbitrary` to
+    /// run without a network (`unshare --net`) instead of blocking it (default false).
+    #[serde(default)]
+    pub sandbox: bool,
+    /// How long the upstream may take to start answering (default 600 s).
+    pub request_timeout_secs: Option<Spanned<u64>>,
 }
 
 /// One aggregated MCP server: a command (stdio) or a URL (Streamable HTTP).

@@ -86,6 +86,79 @@ pub enum Command {
     /// The audit log: verify it, or show its keys.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// The LLM API proxy: every tool call a model proposes is judged before the agent sees
+    /// it.
+    ///
+    /// Point an agent's API base URL at `http://127.0.0.1:4001/v1` (OpenAI) or
+    /// `http://127.0.0.1:4001` (Anthropic). For `POST …/chat/completions`, `…/responses`
+    /// and `…/messages` the proxy derives taint from the tool results in the request's
+    /// history, adds a safety hint when tainted, and holds each proposed tool call until
+    /// it is judged — streams included, text flowing through. A withheld call is replaced
+    /// by text saying why, with a `bulwark` object for programs. Other requests pass
+    /// through untouched. `X-Bulwark-Session` keeps taint across requests;
+    /// `X-Bulwark-Approve` carries approval tokens (`bulwark approvals token`). See
+    /// docs/proxy.md.
+    Proxy(ProxyArgs),
+    /// Human approvals of exact calls.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+}
+
+/// `bulwark proxy`.
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Shared options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Where to listen. Another address than loopback is served with a warning.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4001")]
+    pub listen: String,
+    /// The model API's base URL (e.g. https://api.openai.com or https://api.anthropic.com);
+    /// each request's path is appended unchanged. It may be on loopback.
+    #[arg(long, value_name = "URL")]
+    pub upstream: String,
+    /// Record every judged call in this tamper-evident audit log (docs/audit-format.md).
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+    /// Largest request body accepted, in bytes; larger ones get 413.
+    #[arg(long, value_name = "BYTES", default_value_t = bulwark_llm::proxy::MAX_BODY)]
+    pub max_body: usize,
+    /// Use the key in this environment variable for the upstream instead of the client's
+    /// credentials (which are then not forwarded).
+    #[arg(long, value_name = "VAR")]
+    pub upstream_key_env: Option<String>,
+    /// The header the --upstream-key-env key goes in: authorization (as `Bearer KEY`),
+    /// x-api-key (Anthropic) or api-key (Azure).
+    #[arg(
+        long,
+        value_name = "HEADER",
+        default_value = "authorization",
+        requires = "upstream_key_env"
+    )]
+    pub upstream_key_header: String,
+    /// On loopback: a Host name (without port) clients may use besides the loopback names;
+    /// repeatable.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_host: Vec<String>,
+}
+
+/// `bulwark approvals …`.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// Mint a single-use token approving one exact call, by the digest a blocked call's
+    /// `bulwark.blocked[].approval.digest` names; the agent sends it back in the
+    /// X-Bulwark-Approve header. Prints the token.
+    Token {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// The call digest (64 hex digits).
+        #[arg(long, value_name = "HEX")]
+        digest: String,
+        /// Seconds the token stays valid.
+        #[arg(long, value_name = "SECS", default_value_t = 600)]
+        ttl: u64,
+    },
 }
 
 /// `bulwark audit …`.

@@ -110,3 +110,36 @@ pub fn policy_check(file: &Path) -> Result<ExitCode> {
         }
     }
 }
+
+/// The key approval tokens are signed with: STATE_DIR/approval.key (64 hex digits, owner
+/// only), made on first use. The proxy and `bulwark approvals token` share it.
+pub fn approval_key(common: &Common) -> Result<[u8; 32]> {
+    let path = state_dir(common)?.join("approval.key");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => bulwark_audit::keys::unhex32(&text)
+            .with_context(|| format!("{} does not hold 64 hex digits", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let key = bulwark_audit::keys::random32()?;
+            let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+            let made = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path);
+            match made {
+                Ok(mut f) => {
+                    f.write_all(hex.as_bytes())
+                        .and_then(|()| f.sync_all())
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    Ok(key)
+                }
+                // Another process made it first: use theirs.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => approval_key(common),
+                Err(e) => Err(e).with_context(|| format!("cannot create {}", path.display())),
+            }
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}

@@ -21,6 +21,7 @@ mod daemon;
 mod explain;
 mod hook;
 mod mcp;
+mod proxy;
 mod scan;
 mod shell;
 
@@ -61,6 +62,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Mcp(args) => mcp::run(&args),
         Command::Pins(cmd) => mcp::pins(&cmd),
         Command::Audit(cmd) => audit::run(&cmd),
+        Command::Proxy(args) => proxy::run(&args),
+        Command::Approvals(cmd) => proxy::approvals(&cmd),
         Command::Policy(PolicyCommand::Default) => {
             print!("{}", bulwark_policy::DEFAULT_POLICY);
             Ok(ExitCode::SUCCESS)

@@ -143,6 +143,11 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, env: &mut Env<'_>, allowed: bool) {
             if !allowed {
                 return;
             }
+            if ctx.waived
+                && let Some(d) = &ctx.call_digest
+            {
+                env.grants.remove(d);
+            }
             loop_guard::commit_call(ctx, env);
             sequences::commit(ctx, env);
             let session = &mut *env.session;

@@ -1,0 +1,417 @@
+//! The engine's side of one model request: taint from the history, then a ruling on every
+//! tool call the model proposes.
+
+use std::sync::Arc;
+
+use bulwark_audit::{AuditLog, Entry};
+use bulwark_engine::token::Approved;
+use bulwark_engine::{
+    Call, Decision, Direction, Engine, Now, Principal, ReasonCode, SharedEngine, State, Taint,
+    TaintSet, ToolRef, Verdict,
+};
+use serde_json::{Value, json};
+
+use crate::approval::UsedTokens;
+use crate::history::Exchange;
+
+/// Most judged calls listed by [`Judge::judged`].
+pub const MAX_JUDGED: usize = 1024;
+
+/// The header that carries approval tokens.
+pub const APPROVE_HEADER: &str = "X-Bulwark-Approve";
+
+/// What happens to one proposed call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ruling {
+    /// Released as the model wrote it.
+    Pass,
+    /// Released with these arguments instead (masked, or sandboxed).
+    Rewrite(Value),
+    /// Withheld; the agent gets text saying why.
+    Block(Box<Blocked>),
+}
+
+/// A withheld call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Blocked {
+    /// The call id the model gave it.
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// The engine's decision.
+    pub decision: Decision,
+    /// Whether a person may approve this exact call with a token.
+    pub approvable: bool,
+}
+
+/// Where the session lives: a scratch state for one request, or the proxy's shared state
+/// when the client names a session with `X-Bulwark-Session`.
+enum Store {
+    Scratch(Box<State>),
+    Shared,
+}
+
+/// One request's judge.
+pub struct Judge {
+    shared: Arc<SharedEngine>,
+    engine: Arc<Engine>,
+    store: Store,
+    session: String,
+    principal: Principal,
+    tokens: Vec<(String, Approved)>,
+    used: Arc<UsedTokens>,
+    audit: Option<Arc<AuditLog>>,
+    clock: Arc<dyn Fn() -> (u64, u64) + Send + Sync>,
+    header_approvals: bool,
+    blocked: Vec<Blocked>,
+    rewritten: Vec<(String, String)>,
+    approved: Vec<String>,
+    judged: Vec<(String, String)>,
+}
+
+/// What a [`Judge`] needs besides the engine.
+pub struct Context {
+    /// `Some(id)` keeps taint across requests under that session id.
+    pub session: Option<String>,
+    /// Who is calling (a digest of their API credential, unverified).
+    pub principal: Principal,
+    /// Valid approval tokens from the request's headers, with the token text.
+    pub tokens: Vec<(String, Approved)>,
+    /// Tokens already honoured.
+    pub used: Arc<UsedTokens>,
+    /// The audit log.
+    pub audit: Option<Arc<AuditLog>>,
+    /// (monotonic ms, Unix seconds).
+    pub clock: Arc<dyn Fn() -> (u64, u64) + Send + Sync>,
+}
+
+impl Judge {
+    /// A judge for one request.
+    pub fn new(shared: Arc<SharedEngine>, cx: Context) -> Judge {
+        let engine = shared.engine();
+        let (store, session) = match cx.session {
+            Some(s) => (Store::Shared, format!("llm:{s}")),
+            None => (
+                Store::Scratch(Box::new(State::new(engine.policy()))),
+                "llm".into(),
+            ),
+        };
+        let channels = &engine.policy().approvals.channels;
+        let header_approvals =
+            channels.is_empty() || channels.contains(&bulwark_policy::ApprovalChannel::Header);
+        Judge {
+            shared,
+            engine,
+            store,
+            session,
+            principal: cx.principal,
+            tokens: if header_approvals {
+                cx.tokens
+            } else {
+                Vec::new()
+            },
+            used: cx.used,
+            audit: cx.audit,
+            clock: cx.clock,
+            header_approvals,
+            blocked: Vec::new(),
+            rewritten: Vec::new(),
+            approved: Vec::new(),
+            judged: Vec::new(),
+        }
+    }
+
+    fn with_state<R>(&mut self, f: impl FnOnce(&Engine, &mut State) -> R) -> R {
+        match &mut self.store {
+            Store::Scratch(state) => f(&self.engine, state),
+            Store::Shared => f(&self.engine, &mut self.shared.state()),
+        }
+    }
+
+    fn now(&self) -> (u64, u64) {
+        (self.clock)()
+    }
+
+    /// The session id the engine sees.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// Takes in the tool results the agent has seen; returns the session's taint.
+    pub fn absorb(&mut self, results: &[Exchange]) -> TaintSet {
+        let (mono, _) = self.now();
+        let session = self.session.clone();
+        let principal = self.principal.clone();
+        let mut records = Vec::new();
+        let taint = self.with_state(|engine, state| {
+            for r in results {
+                let mut extra = TaintSet::NONE;
+                if r.web {
+                    extra.insert(Taint::UntrustedInput);
+                }
+                // A result whose call is not in the history came from somewhere nobody
+                // can tell: read it as untrusted.
+                let tool = match &r.tool {
+                    Some(t) if !t.is_empty() => t.clone(),
+                    _ => {
+                        extra.insert(Taint::UntrustedInput);
+                        "unknown".to_string()
+                    }
+                };
+                let call = Call {
+                    principal: principal.clone(),
+                    tool: ToolRef {
+                        name: tool,
+                        ..ToolRef::default()
+                    },
+                    ..Call::response(&session, "", r.args.clone(), r.content.clone())
+                };
+                let d = engine.absorb(&call, state, Now::at(mono));
+                if !extra.is_empty() {
+                    let s = state.sessions.get(&session, mono);
+                    s.taint = s.taint.union(extra);
+                }
+                if d.decision != Verdict::Allow {
+                    records.push((call, d));
+                }
+            }
+            state.sessions.get(&session, mono).taint
+        });
+        for (call, d) in &records {
+            self.record(call, d);
+        }
+        taint
+    }
+
+    /// Adds taint the session carries from elsewhere (a chained `previous_response_id`).
+    pub fn inherit(&mut self, taint: TaintSet) {
+        let (mono, _) = self.now();
+        let session = self.session.clone();
+        self.with_state(|_, state| {
+            let s = state.sessions.get(&session, mono);
+            s.taint = s.taint.union(taint);
+        });
+    }
+
+    /// The session's taint now.
+    pub fn taint(&mut self) -> TaintSet {
+        let (mono, _) = self.now();
+        let session = self.session.clone();
+        self.with_state(|_, state| state.sessions.get(&session, mono).taint)
+    }
+
+    /// Rules on one proposed call. `args` is what the model wrote, already parsed
+    /// ([`crate::history::arguments`]); arguments that are not a JSON object are refused.
+    pub fn judge(&mut self, id: &str, name: &str, args: &Value) -> Ruling {
+        if self.judged.len() < MAX_JUDGED {
+            self.judged.push((id.to_string(), name.to_string()));
+        }
+        let (mono, unix) = self.now();
+        let call = Call {
+            principal: self.principal.clone(),
+            direction: Direction::Proposal,
+            tool: ToolRef {
+                name: name.to_string(),
+                ..ToolRef::default()
+            },
+            ..Call::request(&self.session, name, args.clone())
+        };
+        let d = if !args.is_object() {
+            invalid(
+                &self.engine,
+                name,
+                "The tool call's arguments are not a JSON object, so they cannot be judged.",
+            )
+        } else if name.is_empty() {
+            invalid(&self.engine, name, "The tool call has no name.")
+        } else {
+            let tokens: Vec<(String, Approved)> = self
+                .tokens
+                .iter()
+                .filter(|(t, _)| !self.used.is_used(t))
+                .cloned()
+                .collect();
+            let (d, consumed) = self.with_state(|engine, state| {
+                for (_, a) in &tokens {
+                    let left_ms = a.expires_s.saturating_sub(unix).saturating_mul(1000);
+                    state.grant(a.digest.clone(), mono.saturating_add(left_ms));
+                }
+                let d = engine.evaluate(&call, state, Now::at(mono));
+                let mut consumed = Vec::new();
+                for (t, a) in &tokens {
+                    if state.grants.remove(&a.digest).is_none() {
+                        consumed.push((t.clone(), a.expires_s));
+                    }
+                }
+                (d, consumed)
+            });
+            for (t, exp) in consumed {
+                self.used.mark(&t, exp, unix);
+                self.approved.push(id.to_string());
+            }
+            d
+        };
+        self.record(&call, &d);
+        match d.decision {
+            Verdict::Allow | Verdict::Warn => Ruling::Pass,
+            Verdict::Mask => match &d.masked {
+                Some(m) => {
+                    self.rewritten.push((id.to_string(), "masked".into()));
+                    Ruling::Rewrite(m.clone())
+                }
+                None => self.block(id, name, d),
+            },
+            Verdict::Approve | Verdict::Block => {
+                if let Some(args) = self.sandboxed(&call, &d) {
+                    self.rewritten.push((id.to_string(), "sandboxed".into()));
+                    return Ruling::Rewrite(args);
+                }
+                self.block(id, name, d)
+            }
+        }
+    }
+
+    fn block(&mut self, id: &str, name: &str, d: Decision) -> Ruling {
+        let approvable = self.header_approvals
+            && d.call_digest.is_some()
+            && (d.decision == Verdict::Approve || d.reason_code == Some(ReasonCode::TaintRevoked));
+        let b = Blocked {
+            id: id.to_string(),
+            tool: name.to_string(),
+            decision: d,
+            approvable,
+        };
+        self.blocked.push(b.clone());
+        Ruling::Block(Box::new(b))
+    }
+
+    /// Seed 001's sandbox: with `llm.sandbox`, a shell call refused only because taint
+    /// revoked `net.egress` / `exec.arbitrary` runs without a network instead — if the rest
+    /// of the pipeline (rules and all) lets it through once the revocation is waived.
+    fn sandboxed(&mut self, call: &Call, d: &Decision) -> Option<Value> {
+        if !self.engine.policy().llm.sandbox || d.reason_code != Some(ReasonCode::TaintRevoked) {
+            return None;
+        }
+        let forbidden = self.engine.policy().taint.forbidden(d.taint);
+        let violated = forbidden.intersection(d.capabilities);
+        let only_network = violated.iter().all(|c| {
+            matches!(
+                c,
+                bulwark_engine::Capability::NetEgress | bulwark_engine::Capability::ExecArbitrary
+            )
+        });
+        let command = call.args.get("command").and_then(Value::as_str)?;
+        if !only_network || violated.is_empty() {
+            return None;
+        }
+        // Everything but the revocation must still pass: judged in a scratch state with a
+        // grant for this exact call, so the real session is untouched.
+        let digest = d.call_digest.clone()?;
+        let (mono, _) = self.now();
+        let mut scratch = State::new(self.engine.policy());
+        let s = scratch.sessions.get(&call.session, mono);
+        s.taint = d.taint;
+        scratch.grant(digest, mono.saturating_add(1000));
+        let again = self.engine.evaluate(call, &mut scratch, Now::at(mono));
+        if !again.is_allowed() {
+            return None;
+        }
+        let mut args = call.args.clone();
+        args["command"] = Value::String(sandbox_command(command));
+        Some(args)
+    }
+
+    fn record(&self, call: &Call, d: &Decision) {
+        if let Some(a) = &self.audit {
+            // The proxy cannot hold a response back on a failing log any better than it
+            // can block: a failure is reported, and blocks are already on the safe side.
+            if let Err(e) = a.record(&Entry::for_call("proxy", call, d)) {
+                eprintln!("bulwark proxy: the audit log cannot be written: {e}");
+            }
+        }
+    }
+
+    /// The calls judged so far, as (id, tool), the first [`MAX_JUDGED`].
+    pub fn judged(&self) -> &[(String, String)] {
+        &self.judged
+    }
+
+    /// Calls withheld so far.
+    pub fn blocked(&self) -> &[Blocked] {
+        &self.blocked
+    }
+
+    /// Whether anything was changed so far.
+    pub fn changed(&self) -> bool {
+        !self.blocked.is_empty() || !self.rewritten.is_empty()
+    }
+
+    /// The `bulwark` object added to a changed response.
+    pub fn metadata(&mut self) -> Value {
+        let taint: Vec<&str> = self.taint().iter().map(|t| t.as_str()).collect();
+        json!({
+            "blocked": self.blocked.iter().map(|b| {
+                let d = &b.decision;
+                json!({
+                    "id": b.id,
+                    "tool": b.tool,
+                    "decision": d.decision.as_str(),
+                    "reason_code": d.reason_code.map(|c| c.as_str()),
+                    "rule_id": d.rule_id,
+                    "severity": d.severity.map(|s| s.as_str()),
+                    "reason": d.reason,
+                    "safer_alternative": d.safer_alternative,
+                    "capabilities": d.capabilities,
+                    "approval": b.approvable.then(|| json!({
+                        "digest": d.call_digest,
+                        "header": APPROVE_HEADER,
+                        "mint": format!("bulwark approvals token --digest {}", d.call_digest.as_deref().unwrap_or("")),
+                    })),
+                })
+            }).collect::<Vec<_>>(),
+            "rewritten": self.rewritten.iter().map(|(id, why)| json!({"id": id, "why": why})).collect::<Vec<_>>(),
+            "approved": self.approved,
+            "taint": taint,
+            "session": self.session,
+        })
+    }
+}
+
+fn invalid(engine: &Engine, name: &str, reason: &str) -> Decision {
+    let mut d = Decision::invalid_input(reason, &engine.policy().version);
+    d.tool = name.to_string();
+    d.safer_alternative = None;
+    d
+}
+
+/// The text an agent reads instead of a withheld call.
+pub fn explain(b: &Blocked) -> String {
+    let d = &b.decision;
+    let code = d.reason_code.map(|c| c.as_str()).unwrap_or("BLOCKED");
+    let mut s = format!(
+        "[Bulwark] The tool call `{}` (id {}) was not run: {} ({code}",
+        b.tool, b.id, d.reason
+    );
+    if let Some(r) = &d.rule_id {
+        s.push_str(&format!(", rule {r}"));
+    }
+    s.push(')');
+    if let Some(alt) = &d.safer_alternative {
+        s.push_str(&format!(" {alt}"));
+    }
+    match (&d.call_digest, b.approvable) {
+        (Some(digest), true) => s.push_str(&format!(
+            " Tell the user what you wanted to do and why. If they approve this exact call, they can run `bulwark approvals token --digest {digest}` and send the token in the {APPROVE_HEADER} header; then propose the same call again."
+        )),
+        _ => s.push_str(" This call cannot be approved through the proxy."),
+    }
+    s
+}
+
+/// `command` run in a new network namespace: the process sees no network at all.
+pub fn sandbox_command(command: &str) -> String {
+    format!(
+        "unshare --map-root-user --net -- sh -c '{}'",
+        command.replace('\'', r"'\''")
+    )
+}

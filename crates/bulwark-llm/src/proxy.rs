@@ -1,0 +1,723 @@
+//! The HTTP side: requests in from agents, out to the model API, answers back.
+//!
+//! For `POST …/chat/completions`, `…/responses` and `…/messages` the proxy reads the
+//! request (bounded), derives taint from its history, adds the safety hint when tainted,
+//! forwards it, and judges every tool call in the answer — JSON or streamed. Every other
+//! request passes through untouched, streamed both ways.
+
+use std::collections::{HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bulwark_audit::AuditLog;
+use bulwark_engine::bounded::BoundedMap;
+use bulwark_engine::{Principal, SharedEngine, TaintSet};
+use futures_util::StreamExt;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::api::Api;
+use crate::approval::{self, UsedTokens};
+use crate::history::{self, Exchange};
+use crate::judge::{Context, Judge};
+use crate::{hint, rewrite, sse, stream};
+
+/// Largest request body read from a client (default).
+pub const MAX_BODY: usize = 32 * 1024 * 1024;
+/// Largest JSON answer read from the upstream.
+pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
+/// Largest single event in an upstream stream.
+pub const MAX_EVENT: usize = 4 * 1024 * 1024;
+/// Most named sessions remembered.
+pub const MAX_SESSIONS: usize = 10_000;
+/// Most tool results remembered as taken in, per named session.
+pub const MAX_SEEN: usize = 4096;
+/// Most Responses API response ids whose taint is remembered.
+pub const MAX_RESPONSES: usize = 10_000;
+/// The header naming a session that keeps taint across requests.
+pub const SESSION_HEADER: &str = "x-bulwark-session";
+
+/// How the proxy is set up.
+pub struct Config {
+    /// The upstream base URL; request paths are appended to it.
+    pub upstream: url::Url,
+    /// Largest request body.
+    pub max_body: usize,
+    /// A key the operator sets for the upstream, replacing the client's: the header it
+    /// goes in (`authorization` gets `Bearer KEY`) and the key.
+    pub upstream_key: Option<(HeaderName, String)>,
+    /// The key approval tokens are signed with; `None` refuses every token.
+    pub approval_key: Option<[u8; 32]>,
+    /// Tokens already honoured.
+    pub used: Arc<UsedTokens>,
+    /// The audit log.
+    pub audit: Option<Arc<AuditLog>>,
+    /// Host names (without port) clients may use; `None` accepts any. A proxy on loopback
+    /// accepts only loopback names, so a web page cannot reach it by DNS rebinding and
+    /// spend the operator's key.
+    pub allowed_hosts: Option<Vec<String>>,
+}
+
+/// The Host names a loopback proxy accepts.
+pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "[::1]", "::1"];
+
+/// Why the proxy could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The HTTP client could not be built.
+    #[error("cannot build the upstream client: {0}")]
+    Client(String),
+    /// The upstream URL is not http(s).
+    #[error("the upstream must be an http:// or https:// URL, not {0:?}")]
+    Scheme(String),
+}
+
+/// The proxy.
+pub struct Proxy {
+    engine: Arc<SharedEngine>,
+    client: reqwest::Client,
+    cfg: Config,
+    started: Instant,
+    seen: Mutex<BoundedMap<String, Seen>>,
+    responses: Arc<Mutex<BoundedMap<String, TaintSet>>>,
+}
+
+#[derive(Default)]
+struct Seen {
+    order: VecDeque<u64>,
+    set: HashSet<u64>,
+}
+
+impl Seen {
+    /// Whether `key` is new; remembers it.
+    fn first(&mut self, key: u64) -> bool {
+        if !self.set.insert(key) {
+            return false;
+        }
+        self.order.push_back(key);
+        if self.order.len() > MAX_SEEN
+            && let Some(old) = self.order.pop_front()
+        {
+            self.set.remove(&old);
+        }
+        true
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+];
+
+impl Proxy {
+    /// A proxy deciding with `engine`.
+    pub fn new(engine: Arc<SharedEngine>, cfg: Config) -> Result<Proxy, ProxyError> {
+        if !matches!(cfg.upstream.scheme(), "http" | "https") {
+            return Err(ProxyError::Scheme(cfg.upstream.scheme().to_string()));
+        }
+        // One ring provider per process; a second install is refused, which is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ProxyError::Client(e.to_string()))?;
+        Ok(Proxy {
+            engine,
+            client,
+            cfg,
+            started: Instant::now(),
+            seen: Mutex::new(BoundedMap::new(MAX_SESSIONS)),
+            responses: Arc::new(Mutex::new(BoundedMap::new(MAX_RESPONSES))),
+        })
+    }
+
+    /// The router serving every path.
+    pub fn router(self: Arc<Self>) -> axum::Router {
+        axum::Router::new().fallback(handle).with_state(self)
+    }
+
+    fn clock(&self) -> Arc<dyn Fn() -> (u64, u64) + Send + Sync> {
+        let started = self.started;
+        Arc::new(move || {
+            let mono = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let unix = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            (mono, unix)
+        })
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.engine.engine().policy().llm.request_timeout_ms)
+    }
+
+    fn upstream_url(&self, uri: &axum::http::Uri) -> String {
+        let base = self.cfg.upstream.as_str().trim_end_matches('/');
+        let pq = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        format!("{base}{pq}")
+    }
+
+    /// The headers sent upstream: the client's, less hop-by-hop ones and Bulwark's own,
+    /// with the operator's key in place of the client's when one is set.
+    fn upstream_headers(&self, from: &HeaderMap, identity: bool) -> reqwest::header::HeaderMap {
+        let mut h = reqwest::header::HeaderMap::new();
+        for (name, value) in from {
+            let n = name.as_str();
+            if HOP_BY_HOP.contains(&n)
+                || n.starts_with("x-bulwark-")
+                || n == "x-ratchet-approve"
+                || (identity && n == "accept-encoding")
+                || (self.cfg.upstream_key.is_some() && (n == "authorization" || n == "x-api-key"))
+            {
+                continue;
+            }
+            h.append(name.clone(), value.clone());
+        }
+        if identity {
+            // The answer is read and judged: it must come uncompressed.
+            h.insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_static("identity"),
+            );
+        }
+        if let Some((name, key)) = &self.cfg.upstream_key {
+            let value = if name == header::AUTHORIZATION {
+                format!("Bearer {key}")
+            } else {
+                key.clone()
+            };
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                h.insert(name.clone(), v);
+            }
+        }
+        h
+    }
+
+    async fn pass_through(&self, req: Request) -> Response {
+        let (parts, body) = req.into_parts();
+        let url = self.upstream_url(&parts.uri);
+        let headers = self.upstream_headers(&parts.headers, false);
+        let send = self
+            .client
+            .request(parts.method, url)
+            .headers(headers)
+            .body(reqwest::Body::wrap_stream(body.into_data_stream()))
+            .send();
+        match tokio::time::timeout(self.timeout(), send).await {
+            Ok(Ok(resp)) => relay(resp),
+            Ok(Err(e)) => plain_error(
+                StatusCode::BAD_GATEWAY,
+                &format!("the upstream cannot be reached: {}", short(&e)),
+            ),
+            Err(_) => plain_error(
+                StatusCode::GATEWAY_TIMEOUT,
+                "the upstream did not answer in time",
+            ),
+        }
+    }
+
+    fn principal(&self, h: &HeaderMap) -> Principal {
+        if self.cfg.upstream_key.is_some() {
+            return Principal::default();
+        }
+        let cred = h
+            .get(header::AUTHORIZATION)
+            .or_else(|| h.get("x-api-key"))
+            .map(|v| v.as_bytes());
+        Principal {
+            // A digest, never the key: it names whose approvals apply, and reaches the log.
+            id: cred.map(|c| {
+                let d = Sha256::digest(c);
+                format!(
+                    "key:{}",
+                    d.iter()
+                        .take(8)
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<String>()
+                )
+            }),
+            verified: false,
+        }
+    }
+
+    /// The results of `results` not taken in by `session` before.
+    fn fresh(&self, session: &str, results: Vec<Exchange>) -> Vec<Exchange> {
+        let mut seen = lock(&self.seen);
+        let memo = seen.get_or_insert_with(&session.to_string(), Seen::default);
+        results
+            .into_iter()
+            .filter(|r| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                r.id.hash(&mut h);
+                r.tool.hash(&mut h);
+                r.content.to_string().hash(&mut h);
+                memo.first(h.finish())
+            })
+            .collect()
+    }
+
+    async fn model_call(self: Arc<Self>, api: Api, req: Request) -> Response {
+        let (parts, body) = req.into_parts();
+        let too_big = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|n| n > self.cfg.max_body as u64);
+        if too_big {
+            return api_error(
+                api,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the request body is over {} bytes", self.cfg.max_body),
+            );
+        }
+        let bytes = match axum::body::to_bytes(body, self.cfg.max_body).await {
+            Ok(b) => b,
+            Err(e) => {
+                let over = std::error::Error::source(&e)
+                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+                return if over {
+                    api_error(
+                        api,
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        &format!("the request body is over {} bytes", self.cfg.max_body),
+                    )
+                } else {
+                    api_error(
+                        api,
+                        StatusCode::BAD_REQUEST,
+                        &format!("the request body could not be read: {e}"),
+                    )
+                };
+            }
+        };
+        let mut body: Value = match serde_json::from_slice(&bytes) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => {
+                return api_error(
+                    api,
+                    StatusCode::BAD_REQUEST,
+                    "the request body must be a JSON object",
+                );
+            }
+            Err(e) => {
+                return api_error(
+                    api,
+                    StatusCode::BAD_REQUEST,
+                    &format!("the request body is not valid JSON: {e}"),
+                );
+            }
+        };
+        let session = match parts.headers.get(SESSION_HEADER).map(|v| v.to_str()) {
+            None => None,
+            Some(Ok(s))
+                if !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_graphic()) =>
+            {
+                Some(s.to_string())
+            }
+            Some(_) => {
+                return api_error(
+                    api,
+                    StatusCode::BAD_REQUEST,
+                    "X-Bulwark-Session must be 1-128 visible ASCII characters",
+                );
+            }
+        };
+        let clock = self.clock();
+        let (_, now_s) = clock();
+        let (tokens, refused) = match &self.cfg.approval_key {
+            Some(key) => {
+                let values = parts
+                    .headers
+                    .get_all("x-bulwark-approve")
+                    .iter()
+                    .chain(parts.headers.get_all("x-ratchet-approve").iter())
+                    .filter_map(|v| v.to_str().ok());
+                approval::from_headers(key, values, now_s, &self.cfg.used)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        let results = match history::results(api, &body) {
+            Ok(r) => r,
+            Err(e) => {
+                return api_error(
+                    api,
+                    StatusCode::BAD_REQUEST,
+                    &format!("the request's history cannot be read: {e}"),
+                );
+            }
+        };
+        let mut judge = Judge::new(
+            Arc::clone(&self.engine),
+            Context {
+                session: session.clone(),
+                principal: self.principal(&parts.headers),
+                tokens,
+                used: Arc::clone(&self.cfg.used),
+                audit: self.cfg.audit.clone(),
+                clock,
+            },
+        );
+        // A named session sees its whole history again with every request: only what it
+        // has not taken in yet is evaluated (the loop guard would read repeats as loops).
+        let results = match &session {
+            Some(_) => self.fresh(judge.session(), results),
+            None => results,
+        };
+        judge.absorb(&results);
+        if api == Api::Responses
+            && let Some(prev) = body.get("previous_response_id").and_then(Value::as_str)
+        {
+            let inherited = lock(&self.responses).peek(&prev.to_string()).copied();
+            if let Some(t) = inherited {
+                judge.inherit(t);
+            }
+        }
+        let taint = judge.taint();
+        let forward = if taint.is_empty() {
+            bytes
+        } else {
+            hint::inject(api, &mut body, &self.engine.engine().policy().llm.hint);
+            match serde_json::to_vec(&body) {
+                Ok(v) => Bytes::from(v),
+                Err(e) => {
+                    return api_error(
+                        api,
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        &format!("cannot re-encode the request: {e}"),
+                    );
+                }
+            }
+        };
+        let url = self.upstream_url(&parts.uri);
+        let send = self
+            .client
+            .request(Method::POST, url)
+            .headers(self.upstream_headers(&parts.headers, true))
+            .body(forward)
+            .send();
+        let resp = match tokio::time::timeout(self.timeout(), send).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                return api_error(
+                    api,
+                    StatusCode::BAD_GATEWAY,
+                    &format!("the upstream cannot be reached: {}", short(&e)),
+                );
+            }
+            Err(_) => {
+                return api_error(
+                    api,
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "the upstream did not answer in time",
+                );
+            }
+        };
+        let mut extra = HeaderMap::new();
+        if !taint.is_empty()
+            && let Ok(v) = HeaderValue::from_str(
+                &taint
+                    .iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
+        {
+            extra.insert("x-bulwark-taint", v);
+        }
+        if !refused.is_empty()
+            && let Ok(v) = HeaderValue::from_str(&refused.join(","))
+        {
+            extra.insert("x-bulwark-approve-refused", v);
+        }
+        if !resp.status().is_success() {
+            // The API's own errors (429s with retry hints included) reach the SDK as sent.
+            return with_headers(relay(resp), extra);
+        }
+        let event_stream = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if event_stream {
+            return with_headers(self.streamed(api, resp, judge), extra);
+        }
+        self.whole(api, resp, judge, extra).await
+    }
+
+    async fn whole(
+        &self,
+        api: Api,
+        resp: reqwest::Response,
+        mut judge: Judge,
+        extra: HeaderMap,
+    ) -> Response {
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = match read_bounded(resp, MAX_ANSWER, self.timeout()).await {
+            Ok(b) => b,
+            Err(e) => return api_error(api, StatusCode::BAD_GATEWAY, &e),
+        };
+        let mut body: Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            // An answer that cannot be read cannot be judged: it is not passed on.
+            Err(e) => {
+                return api_error(
+                    api,
+                    StatusCode::BAD_GATEWAY,
+                    &format!("the upstream's answer is not JSON: {e}"),
+                );
+            }
+        };
+        let changed = rewrite::judge_response(api, &mut body, &mut judge);
+        if api == Api::Responses
+            && let Some(id) = body.get("id").and_then(Value::as_str)
+        {
+            let taint = judge.taint();
+            lock(&self.responses).insert(id.to_string(), taint);
+        }
+        let out = if changed {
+            match serde_json::to_vec(&body) {
+                Ok(v) => Bytes::from(v),
+                Err(e) => {
+                    return api_error(
+                        api,
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        &format!("cannot encode the answer: {e}"),
+                    );
+                }
+            }
+        } else {
+            bytes
+        };
+        let mut r = Response::new(Body::from(out));
+        *r.status_mut() = status;
+        copy_headers(&headers, r.headers_mut());
+        with_headers(r, extra)
+    }
+
+    fn streamed(&self, api: Api, resp: reqwest::Response, mut judge: Judge) -> Response {
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let idle = self.timeout();
+        let responses = Arc::clone(&self.responses);
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(32);
+        tokio::spawn(async move {
+            let mut upstream = resp.bytes_stream();
+            let mut parser = sse::Parser::new(MAX_EVENT);
+            let mut t = stream::transform(api);
+            let mut response_id: Option<String> = None;
+            loop {
+                let mut out = Vec::new();
+                let mut last = false;
+                match tokio::time::timeout(idle, upstream.next()).await {
+                    Ok(Some(Ok(chunk))) => match parser.push(&chunk) {
+                        Ok(events) => {
+                            for ev in events {
+                                if api == Api::Responses
+                                    && response_id.is_none()
+                                    && ev.data.contains("\"response.created\"")
+                                {
+                                    response_id = serde_json::from_str::<Value>(&ev.data)
+                                        .ok()
+                                        .and_then(|v| {
+                                            v.pointer("/response/id")
+                                                .and_then(Value::as_str)
+                                                .map(str::to_string)
+                                        });
+                                }
+                                if let Err(e) = t.event(ev, &mut judge, &mut out) {
+                                    out.extend_from_slice(
+                                        &stream::error_event(api, &e.to_string()).raw,
+                                    );
+                                    last = true;
+                                    break;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            t.end(&mut judge, &mut out);
+                            out.extend_from_slice(&stream::error_event(api, &e.to_string()).raw);
+                            last = true;
+                        }
+                    },
+                    Ok(Some(Err(e))) => {
+                        t.end(&mut judge, &mut out);
+                        out.extend_from_slice(
+                            &stream::error_event(
+                                api,
+                                &format!("the upstream stream failed: {}", short(&e)),
+                            )
+                            .raw,
+                        );
+                        last = true;
+                    }
+                    Ok(None) => {
+                        if let Some(ev) = parser.finish() {
+                            let _ = t.event(ev, &mut judge, &mut out);
+                        }
+                        t.end(&mut judge, &mut out);
+                        last = true;
+                    }
+                    Err(_) => {
+                        t.end(&mut judge, &mut out);
+                        out.extend_from_slice(
+                            &stream::error_event(api, "the upstream stream stalled").raw,
+                        );
+                        last = true;
+                    }
+                }
+                if !out.is_empty() && tx.send(Ok(Bytes::from(out))).await.is_err() {
+                    // The client left; dropping the upstream stream cancels the request.
+                    break;
+                }
+                if last {
+                    break;
+                }
+            }
+            if let Some(id) = response_id {
+                let taint = judge.taint();
+                lock(&responses).insert(id, taint);
+            }
+        });
+        let body = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|item| (item, rx))
+        });
+        let mut r = Response::new(Body::from_stream(body));
+        *r.status_mut() = status;
+        copy_headers(&headers, r.headers_mut());
+        r.headers_mut()
+            .insert("x-accel-buffering", HeaderValue::from_static("no"));
+        r
+    }
+}
+
+async fn handle(State(p): State<Arc<Proxy>>, req: Request) -> Response {
+    if let Some(allowed) = &p.cfg.allowed_hosts {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let name = match host.rsplit_once(':') {
+            Some((n, port)) if port.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => host,
+        };
+        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(name)) {
+            return plain_error(
+                StatusCode::FORBIDDEN,
+                &format!("Host {host:?} is not one this proxy serves"),
+            );
+        }
+    }
+    if req.method() == Method::GET && matches!(req.uri().path(), "/health" | "/bulwark/health") {
+        return (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            r#"{"status":"ok"}"#,
+        )
+            .into_response();
+    }
+    let api = (req.method() == Method::POST)
+        .then(|| Api::for_path(req.uri().path()))
+        .flatten();
+    match api {
+        Some(api) => p.model_call(api, req).await,
+        None => p.pass_through(req).await,
+    }
+}
+
+async fn read_bounded(
+    resp: reqwest::Response,
+    max: usize,
+    idle: Duration,
+) -> Result<Bytes, String> {
+    let mut out = Vec::new();
+    let mut s = resp.bytes_stream();
+    loop {
+        match tokio::time::timeout(idle, s.next()).await {
+            Ok(Some(Ok(chunk))) => {
+                if out.len() + chunk.len() > max {
+                    return Err(format!("the upstream's answer is over {max} bytes"));
+                }
+                out.extend_from_slice(&chunk);
+            }
+            Ok(Some(Err(e))) => {
+                return Err(format!("the upstream's answer broke off: {}", short(&e)));
+            }
+            Ok(None) => return Ok(Bytes::from(out)),
+            Err(_) => return Err("the upstream's answer stalled".into()),
+        }
+    }
+}
+
+fn short(e: &reqwest::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+fn copy_headers(from: &reqwest::header::HeaderMap, to: &mut HeaderMap) {
+    for (name, value) in from {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            to.append(name.clone(), value.clone());
+        }
+    }
+}
+
+fn with_headers(mut r: Response, extra: HeaderMap) -> Response {
+    r.headers_mut().extend(extra);
+    r
+}
+
+fn relay(resp: reqwest::Response) -> Response {
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let mut r = Response::new(Body::from_stream(resp.bytes_stream()));
+    *r.status_mut() = status;
+    copy_headers(&headers, r.headers_mut());
+    r
+}
+
+fn api_error(api: Api, status: StatusCode, message: &str) -> Response {
+    let body = api.error(status.as_u16(), &format!("bulwark proxy: {message}"));
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn plain_error(status: StatusCode, message: &str) -> Response {
+    api_error(Api::Chat, status, message)
+}

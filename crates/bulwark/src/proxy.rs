@@ -1,0 +1,141 @@
+//! `bulwark proxy` (the LLM API proxy) and `bulwark approvals token`.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use bulwark_engine::SharedEngine;
+use bulwark_llm::approval::UsedTokens;
+use bulwark_llm::{Config, Proxy};
+
+use crate::cli::{ApprovalsCommand, ProxyArgs};
+use crate::config;
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
+    let policy = config::load_policy(&args.common)?;
+    let upstream = url::Url::parse(&args.upstream)
+        .with_context(|| format!("--upstream {:?} is not a URL", args.upstream))?;
+    let addr: std::net::SocketAddr = args.listen.parse().with_context(|| {
+        format!(
+            "--listen {:?} is not an address like 127.0.0.1:4001",
+            args.listen
+        )
+    })?;
+    let upstream_key = match &args.upstream_key_env {
+        Some(var) => {
+            let key = std::env::var(var)
+                .with_context(|| format!("--upstream-key-env {var}: the variable is not set"))?;
+            let header = axum_header(&args.upstream_key_header)?;
+            Some((header, key))
+        }
+        None => None,
+    };
+    let state = config::state_dir(&args.common)?;
+    let key = config::approval_key(&args.common)?;
+    let used = UsedTokens::open(&state.join("approvals-used"), unix_now())?;
+    let audit = config::open_audit(&args.common, args.audit.as_deref(), "proxy")?;
+    let engine = Arc::new(SharedEngine::new(policy));
+    engine.warm_up();
+    let proxy = Proxy::new(
+        engine,
+        Config {
+            upstream: upstream.clone(),
+            max_body: args.max_body,
+            upstream_key,
+            approval_key: Some(key),
+            used: Arc::new(used),
+            audit: audit.clone(),
+            allowed_hosts: addr.ip().is_loopback().then(|| {
+                bulwark_llm::proxy::LOOPBACK_HOSTS
+                    .iter()
+                    .map(|h| h.to_string())
+                    .chain(args.allow_host.iter().cloned())
+                    .collect()
+            }),
+        },
+    )?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "bulwark proxy: WARNING: serving on {addr}, which is not loopback; anyone who can reach it can use the upstream through it"
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let at = listener.local_addr()?;
+        eprintln!("bulwark proxy: listening on http://{at}, forwarding to {upstream}");
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        let term = async {
+            if let Ok(mut t) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            {
+                t.recv().await;
+            }
+        };
+        axum::serve(listener, Arc::new(proxy).router())
+            .with_graceful_shutdown(async {
+                tokio::select! {
+                    _ = shutdown => {}
+                    _ = term => {}
+                }
+            })
+            .await
+            .context("the proxy stopped")?;
+        if let Some(a) = audit
+            && let Err(e) = a.close()
+        {
+            eprintln!("bulwark proxy: {e}");
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn axum_header(name: &str) -> Result<axum::http::HeaderName> {
+    let lower = name.to_ascii_lowercase();
+    if lower != "authorization" && lower != "x-api-key" && lower != "api-key" {
+        bail!("--upstream-key-header must be authorization, x-api-key or api-key, not {name:?}");
+    }
+    axum::http::HeaderName::from_bytes(lower.as_bytes()).context("bad header name")
+}
+
+pub fn approvals(cmd: &ApprovalsCommand) -> Result<ExitCode> {
+    match cmd {
+        ApprovalsCommand::Token {
+            common,
+            digest,
+            ttl,
+        } => {
+            let d = digest.trim().to_ascii_lowercase();
+            if d.len() != 64 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
+                bail!(
+                    "--digest must be the 64 hex digits a blocked call names (bulwark.blocked[].approval.digest)"
+                );
+            }
+            if *ttl == 0 || *ttl > 86_400 {
+                bail!("--ttl must be between 1 and 86400 seconds");
+            }
+            let key = config::approval_key(common)?;
+            println!(
+                "{}",
+                bulwark_engine::token::mint(&key, &d, unix_now() + ttl)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
