@@ -87,12 +87,18 @@ pub fn verify(key: &[u8; 32], token: &str, now_s: u64) -> Result<Approved, Token
     ) else {
         return Err(TokenError::Malformed);
     };
-    let is_hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    // Lower-case hex only: one spelling per token, so a used token cannot come back with
+    // its digits in another case.
+    let is_hex64 = |s: &str| {
+        s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
     if !is_hex64(digest) || !is_hex64(mac) || exp.is_empty() || exp.len() > 12 {
         return Err(TokenError::Malformed);
     }
     let expires_s: u64 = exp.parse().map_err(|_| TokenError::Malformed)?;
-    let digest = digest.to_ascii_lowercase();
+    let digest = digest.to_string();
     let want = tag(key, &digest, expires_s);
     let got: Vec<u8> = (0..32)
         .filter_map(|i| u8::from_str_radix(&mac[2 * i..2 * i + 2], 16).ok())
@@ -149,6 +155,7 @@ mod tests {
             "bwk1.100.abc.def",
             &format!("{t}.extra"),
             &format!("bwk1.-1.{}.{}", digest(), digest()),
+            &t.to_ascii_uppercase().replacen("BWK1", "bwk1", 1),
         ] {
             assert_eq!(verify(&KEY, bad, 50), Err(TokenError::Malformed), "{bad}");
         }

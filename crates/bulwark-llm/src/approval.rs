@@ -88,29 +88,47 @@ impl UsedTokens {
         m.contains_key(mac_of(token)) || m.len() >= MAX_USED
     }
 
-    /// Remembers `token` as honoured until `expires_s`; `now_s` lets expired entries go
-    /// when the set is full.
-    pub fn mark(&self, token: &str, expires_s: u64, now_s: u64) {
+    /// Claims `token` for one use until `expires_s`: `false` when it is used already (or
+    /// the set is full of unexpired tokens). Claiming and checking are one step, so two
+    /// requests racing with the same token cannot both have it.
+    pub fn claim(&self, token: &str, expires_s: u64, now_s: u64) -> bool {
         let mac = mac_of(token).to_string();
         let mut m = self.lock();
         if m.len() >= MAX_USED {
             m.retain(|_, exp| *exp > now_s);
         }
-        if let Some(path) = &self.file {
-            let line = format!("{expires_s} {mac}\n");
-            let written = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .and_then(|mut f| f.write_all(line.as_bytes()).and_then(|()| f.sync_data()));
-            if let Err(e) = written {
+        if m.len() >= MAX_USED || m.contains_key(&mac) {
+            return false;
+        }
+        m.insert(mac, expires_s);
+        true
+    }
+
+    /// Gives back a claim that was not used (the call it approves was not proposed).
+    pub fn release(&self, token: &str) {
+        self.lock().remove(mac_of(token));
+    }
+
+    /// Records a claimed token as used on disk, so a restart does not revive it; `false`
+    /// when that failed (the call it approved must then not be released).
+    pub fn persist(&self, token: &str, expires_s: u64) -> bool {
+        let Some(path) = &self.file else { return true };
+        let line = format!("{expires_s} {}\n", mac_of(token));
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(line.as_bytes()).and_then(|()| f.sync_data()));
+        match written {
+            Ok(()) => true,
+            Err(e) => {
                 eprintln!(
                     "bulwark proxy: cannot record a used approval token in {}: {e}",
                     path.display()
                 );
+                false
             }
         }
-        m.insert(mac, expires_s);
     }
 
     /// Forgets tokens that expired before `now_s`.
@@ -160,7 +178,9 @@ mod tests {
         let t = token::mint(&key, &"a".repeat(64), 100);
         let u = UsedTokens::open(&path, 10).unwrap();
         assert!(!u.is_used(&t));
-        u.mark(&t, 100, 10);
+        assert!(u.claim(&t, 100, 10));
+        assert!(!u.claim(&t, 100, 10), "a token is claimed once");
+        assert!(u.persist(&t, 100));
         assert!(u.is_used(&t));
         let again = UsedTokens::open(&path, 50).unwrap();
         assert!(again.is_used(&t));

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use bulwark_audit::{AuditLog, Entry};
+use bulwark_engine::call_digest;
 use bulwark_engine::token::Approved;
 use bulwark_engine::{
     Call, Decision, Direction, Engine, Now, Principal, ReasonCode, SharedEngine, State, Taint,
@@ -167,6 +168,15 @@ impl Judge {
                     ..Call::response(&session, "", r.args.clone(), r.content.clone())
                 };
                 let d = engine.absorb(&call, state, Now::at(mono));
+                // A result the engine could not read through (too large, too deep, the
+                // scanner unavailable) may hold anything.
+                if matches!(
+                    d.reason_code,
+                    Some(ReasonCode::InvalidInput | ReasonCode::AnalysisUnavailable)
+                ) {
+                    extra.insert(Taint::PrivateData);
+                    extra.insert(Taint::UntrustedInput);
+                }
                 if !extra.is_empty() {
                     let s = state.sessions.get(&session, mono);
                     s.taint = s.taint.union(extra);
@@ -191,6 +201,13 @@ impl Judge {
             let s = state.sessions.get(&session, mono);
             s.taint = s.taint.union(taint);
         });
+    }
+
+    /// The answer being judged holds what a provider-run tool read from the web (Anthropic's
+    /// web search and fetch, the Responses API's web search): untrusted input for every
+    /// call after it.
+    pub fn saw_untrusted(&mut self) {
+        self.inherit([Taint::UntrustedInput].into_iter().collect());
     }
 
     /// The session's taint now.
@@ -225,31 +242,52 @@ impl Judge {
         } else if name.is_empty() {
             invalid(&self.engine, name, "The tool call has no name.")
         } else {
-            let tokens: Vec<(String, Approved)> = self
+            // Only a token for this exact call matters; it is claimed before the engine
+            // sees the grant, and given back if the call does not go through.
+            let policy_version = self.engine.policy().version.clone();
+            let digest = call_digest(
+                name,
+                args,
+                &self.session,
+                self.principal.id.as_deref(),
+                &policy_version,
+            );
+            let claimed = self
                 .tokens
                 .iter()
-                .filter(|(t, _)| !self.used.is_used(t))
+                .find(|(_, a)| a.digest == digest)
                 .cloned()
-                .collect();
+                .filter(|(t, a)| self.used.claim(t, a.expires_s, unix));
             let (d, consumed) = self.with_state(|engine, state| {
-                for (_, a) in &tokens {
+                if let Some((_, a)) = &claimed {
                     let left_ms = a.expires_s.saturating_sub(unix).saturating_mul(1000);
                     state.grant(a.digest.clone(), mono.saturating_add(left_ms));
                 }
                 let d = engine.evaluate(&call, state, Now::at(mono));
-                let mut consumed = Vec::new();
-                for (t, a) in &tokens {
-                    if state.grants.remove(&a.digest).is_none() {
-                        consumed.push((t.clone(), a.expires_s));
-                    }
-                }
+                let consumed = claimed
+                    .as_ref()
+                    .is_some_and(|(_, a)| state.grants.remove(&a.digest).is_none());
                 (d, consumed)
             });
-            for (t, exp) in consumed {
-                self.used.mark(&t, exp, unix);
-                self.approved.push(id.to_string());
+            match claimed {
+                Some((t, a)) if consumed => {
+                    if self.used.persist(&t, a.expires_s) {
+                        self.approved.push(id.to_string());
+                        d
+                    } else {
+                        invalid(
+                            &self.engine,
+                            name,
+                            "The approval for this call could not be recorded as used, so it is not honoured.",
+                        )
+                    }
+                }
+                Some((t, _)) => {
+                    self.used.release(&t);
+                    d
+                }
+                None => d,
             }
-            d
         };
         self.record(&call, &d);
         match d.decision {
@@ -271,6 +309,26 @@ impl Judge {
         }
     }
 
+    /// Withholds a call the answer broke off before finishing (the stream ended, or the
+    /// message ended with the call still open): what it would have done is unknown.
+    pub fn cut_off(&mut self, id: &str, name: &str) -> Ruling {
+        if self.judged.len() < MAX_JUDGED {
+            self.judged.push((id.to_string(), name.to_string()));
+        }
+        let d = invalid(
+            &self.engine,
+            name,
+            "The answer ended before this tool call was complete, so it was not released.",
+        );
+        let call = Call {
+            principal: self.principal.clone(),
+            direction: Direction::Proposal,
+            ..Call::request(&self.session, name, Value::Null)
+        };
+        self.record(&call, &d);
+        self.block(id, name, d)
+    }
+
     fn block(&mut self, id: &str, name: &str, d: Decision) -> Ruling {
         let approvable = self.header_approvals
             && d.call_digest.is_some()
@@ -281,7 +339,9 @@ impl Judge {
             decision: d,
             approvable,
         };
-        self.blocked.push(b.clone());
+        if self.blocked.len() < MAX_JUDGED {
+            self.blocked.push(b.clone());
+        }
         Ruling::Block(Box::new(b))
     }
 
@@ -401,7 +461,7 @@ pub fn explain(b: &Blocked) -> String {
     }
     match (&d.call_digest, b.approvable) {
         (Some(digest), true) => s.push_str(&format!(
-            " Tell the user what you wanted to do and why. If they approve this exact call, they can run `bulwark approvals token --digest {digest}` and send the token in the {APPROVE_HEADER} header; then propose the same call again."
+            " Tell the user what you wanted to do and why; do not try to approve it yourself. A person who agrees can mint a token for this exact call (`bulwark approvals token --digest {digest}`) and have it sent in the {APPROVE_HEADER} header; then propose the same call again."
         )),
         _ => s.push_str(" This call cannot be approved through the proxy."),
     }

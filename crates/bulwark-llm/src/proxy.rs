@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header}
 use axum::response::{IntoResponse, Response};
 use bulwark_audit::AuditLog;
 use bulwark_engine::bounded::BoundedMap;
-use bulwark_engine::{Principal, SharedEngine, TaintSet};
+use bulwark_engine::{Principal, SharedEngine, Taint, TaintSet};
 use futures_util::StreamExt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -159,6 +159,23 @@ impl Proxy {
         axum::Router::new().fallback(handle).with_state(self)
     }
 
+    /// Serves on `listener` until `shutdown` completes.
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        use axum::serve::ListenerExt;
+        // Without TCP_NODELAY a streamed answer's small writes wait on the client's
+        // delayed ACK: 40 ms before the first event (measured in benches/proxy_load.rs).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+
     fn clock(&self) -> Arc<dyn Fn() -> (u64, u64) + Send + Sync> {
         let started = self.started;
         Arc::new(move || {
@@ -264,9 +281,15 @@ impl Proxy {
         }
     }
 
-    /// The results of `results` not taken in by `session` before.
-    fn fresh(&self, session: &str, results: Vec<Exchange>) -> Vec<Exchange> {
+    /// The results of `results` not taken in by `session` before. A session the engine
+    /// has let go (idle too long) starts over: its taint went with it, so its whole
+    /// history is read again.
+    fn fresh(&self, session: &str, results: Vec<Exchange>, mono_ms: u64) -> Vec<Exchange> {
+        let live = self.engine.state().sessions.is_live(session, mono_ms);
         let mut seen = lock(&self.seen);
+        if !live {
+            seen.remove(&session.to_string());
+        }
         let memo = seen.get_or_insert_with(&session.to_string(), Seen::default);
         results
             .into_iter()
@@ -316,6 +339,14 @@ impl Proxy {
             }
         };
         let mut body: Value = match serde_json::from_slice(&bytes) {
+            // A background response is fetched later by id, past the proxy's judgement.
+            Ok(v) if api == Api::Responses && v.get("background") == Some(&Value::Bool(true)) => {
+                return api_error(
+                    api,
+                    StatusCode::BAD_REQUEST,
+                    "background responses are not supported through the proxy: their tool calls could not be judged",
+                );
+            }
             Ok(v @ Value::Object(_)) => v,
             Ok(_) => {
                 return api_error(
@@ -348,7 +379,8 @@ impl Proxy {
             }
         };
         let clock = self.clock();
-        let (_, now_s) = clock();
+        let clock_now = clock();
+        let now_s = clock_now.1;
         let (tokens, refused) = match &self.cfg.approval_key {
             Some(key) => {
                 let values = parts
@@ -385,17 +417,21 @@ impl Proxy {
         // A named session sees its whole history again with every request: only what it
         // has not taken in yet is evaluated (the loop guard would read repeats as loops).
         let results = match &session {
-            Some(_) => self.fresh(judge.session(), results),
+            Some(_) => self.fresh(judge.session(), results, clock_now.0),
             None => results,
         };
         judge.absorb(&results);
         if api == Api::Responses
             && let Some(prev) = body.get("previous_response_id").and_then(Value::as_str)
         {
+            // A chain this proxy did not see (another route, or before a restart) may
+            // have read anything.
             let inherited = lock(&self.responses).peek(&prev.to_string()).copied();
-            if let Some(t) = inherited {
-                judge.inherit(t);
-            }
+            judge.inherit(inherited.unwrap_or_else(|| {
+                [Taint::PrivateData, Taint::UntrustedInput]
+                    .into_iter()
+                    .collect()
+            }));
         }
         let taint = judge.taint();
         let forward = if taint.is_empty() {
@@ -457,6 +493,20 @@ impl Proxy {
         if !resp.status().is_success() {
             // The API's own errors (429s with retry hints included) reach the SDK as sent.
             return with_headers(relay(resp), extra);
+        }
+        // The answer is judged, so it must be readable: an encoding it was not asked for
+        // is refused rather than passed on unread.
+        let encoded = resp
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| !v.eq_ignore_ascii_case("identity"));
+        if encoded {
+            return api_error(
+                api,
+                StatusCode::BAD_GATEWAY,
+                "the upstream answered with a content encoding the proxy cannot judge",
+            );
         }
         let event_stream = resp
             .headers()
@@ -550,12 +600,20 @@ impl Proxy {
                                                 .map(str::to_string)
                                         });
                                 }
+                                let completes = api == Api::Responses
+                                    && (ev.data.contains("\"response.completed\"")
+                                        || ev.data.contains("\"response.incomplete\""));
                                 if let Err(e) = t.event(ev, &mut judge, &mut out) {
                                     out.extend_from_slice(
                                         &stream::error_event(api, &e.to_string()).raw,
                                     );
                                     last = true;
                                     break;
+                                }
+                                // Saved before the client has the answer, so a follow-up
+                                // that chains to it cannot arrive first.
+                                if completes && let Some(id) = &response_id {
+                                    lock(&responses).insert(id.clone(), judge.taint());
                                 }
                             }
                         }
@@ -577,8 +635,10 @@ impl Proxy {
                         last = true;
                     }
                     Ok(None) => {
-                        if let Some(ev) = parser.finish() {
-                            let _ = t.event(ev, &mut judge, &mut out);
+                        if let Some(ev) = parser.finish()
+                            && let Err(e) = t.event(ev, &mut judge, &mut out)
+                        {
+                            out.extend_from_slice(&stream::error_event(api, &e.to_string()).raw);
                         }
                         t.end(&mut judge, &mut out);
                         last = true;

@@ -109,7 +109,11 @@ fn messages(body: &mut Value, judge: &mut Judge) {
     let mut kept = 0;
     let mut touched = false;
     for block in blocks.iter_mut() {
-        if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+        let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+        if kind.starts_with("web_") && kind.ends_with("_tool_result") {
+            judge.saw_untrusted();
+        }
+        if kind != "tool_use" {
             continue;
         }
         let id = str_at(block, "id");
@@ -138,6 +142,21 @@ fn responses(body: &mut Value, judge: &mut Judge) {
         return;
     };
     for item in items.iter_mut() {
+        // What provider-run tools read earlier in this answer counts for later calls.
+        match item.get("type").and_then(Value::as_str) {
+            Some("web_search_call") => judge.saw_untrusted(),
+            Some("mcp_call") => {
+                let r = crate::history::Exchange {
+                    id: str_at(item, "id"),
+                    tool: Some(str_at(item, "name")),
+                    args: arguments(item.get("arguments")),
+                    content: item.get("output").cloned().unwrap_or(Value::Null),
+                    web: false,
+                };
+                judge.absorb(&[r]);
+            }
+            _ => {}
+        }
         if let Some(replacement) = judge_item(item, judge) {
             *item = replacement;
         }
@@ -164,6 +183,17 @@ pub(crate) fn judge_item(item: &Value, judge: &mut Judge) -> Option<Value> {
             "local_shell".to_string(),
             shell_action(item.get("action").unwrap_or(&Value::Null)),
         ),
+        // `computer_call`, `apply_patch_call` and kinds not known yet: what the client
+        // would do is in the item's action or operation.
+        k if crate::stream::is_call(item) => {
+            let mut args = serde_json::Map::new();
+            for key in ["action", "operation", "input", "arguments"] {
+                if let Some(v) = item.get(key) {
+                    args.insert(key.to_string(), v.clone());
+                }
+            }
+            (k.trim_end_matches("_call").to_string(), Value::Object(args))
+        }
         _ => return None,
     };
     match judge.judge(&id, &name, &args) {
@@ -175,12 +205,17 @@ pub(crate) fn judge_item(item: &Value, judge: &mut Judge) -> Option<Value> {
                 "custom_tool_call" => {
                     item["input"] = a.get("input").cloned().unwrap_or(Value::Null)
                 }
-                _ => {
+                "local_shell_call" | "shell_call" => {
                     let command = a.get("command").and_then(Value::as_str).unwrap_or("");
                     item["action"]["command"] = json!(["sh", "-c", command]);
                     if let Some(obj) = item["action"].as_object_mut() {
                         obj.remove("commands");
                     }
+                }
+                // Nothing to put new arguments into: withheld instead.
+                _ => {
+                    let text = "[Bulwark] This call's arguments had to change and its kind cannot carry new ones, so it was not released.";
+                    return Some(message_item(&format!("msg_bulwark_{id}"), text));
                 }
             }
             Some(item)

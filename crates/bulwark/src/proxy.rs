@@ -88,8 +88,8 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
                 t.recv().await;
             }
         };
-        axum::serve(listener, Arc::new(proxy).router())
-            .with_graceful_shutdown(async {
+        Arc::new(proxy)
+            .serve(listener, async {
                 tokio::select! {
                     _ = shutdown => {}
                     _ = term => {}
