@@ -63,8 +63,7 @@ impl Parser {
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Event>, TooBig> {
         self.buf.extend_from_slice(bytes);
         let mut out = Vec::new();
-        loop {
-            let Some(end) = self.boundary() else { break };
+        while let Some(end) = self.boundary() {
             let raw: Vec<u8> = self.buf.drain(..end).collect();
             self.scanned = 0;
             out.push(parse(raw));
@@ -92,6 +91,8 @@ impl Parser {
             match (b[i], b[i + 1]) {
                 (b'\n', b'\n') | (b'\r', b'\r') => return Some(i + 2),
                 (b'\r', b'\n') if b.get(i + 2..i + 4) == Some(b"\r\n") => return Some(i + 4),
+                // A line ending in CRLF followed by a bare LF (mixed endings).
+                (b'\n', b'\r') if b.get(i + 2) == Some(&b'\n') => return Some(i + 3),
                 _ => i += 1,
             }
         }
