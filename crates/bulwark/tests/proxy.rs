@@ -379,35 +379,22 @@ fn a_named_session_keeps_its_taint_across_requests() {
 #[test]
 fn bad_requests_and_upstream_failures_get_errors_in_the_apis_shape() {
     let s = Setup::start(&["--max-body", "4096"]);
-    let post = |path: &str, body: &[u8]| -> (u16, Value) {
-        let out = Command::new("curl")
-            .args([
-                "-sS",
-                "-o",
-                "-",
-                "-w",
-                "\n%{http_code}",
-                "-H",
-                "content-type: application/json",
-                "--data-binary",
-                "@-",
-            ])
-            .arg(format!("{}{path}", s.proxy))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write;
-                c.stdin.take().unwrap().write_all(body)?;
-                c.wait_with_output()
-            })
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let (body, code) = text.rsplit_once('\n').unwrap();
+    let http = |method: &str, path: &str, body: Option<&str>, headers: Value| -> (u16, String) {
+        let out = run_sdk(&json!({"mode": "http", "url": format!("{}{path}", s.proxy),
+                                  "method": method, "body": body, "headers": headers}));
         (
-            code.parse().unwrap(),
-            serde_json::from_str(body).unwrap_or(Value::Null),
+            out["status"].as_u64().unwrap() as u16,
+            out["body"].as_str().unwrap().to_string(),
         )
+    };
+    let post = |path: &str, body: &[u8]| -> (u16, Value) {
+        let (code, text) = http(
+            "POST",
+            path,
+            Some(std::str::from_utf8(body).unwrap()),
+            json!({"content-type": "application/json"}),
+        );
+        (code, serde_json::from_str(&text).unwrap_or(Value::Null))
     };
     let (code, body) = post("/v1/chat/completions", b"not valid json");
     assert_eq!(code, 400);
@@ -435,35 +422,28 @@ fn bad_requests_and_upstream_failures_get_errors_in_the_apis_shape() {
         "the upstream's 429 passes through: {out}"
     );
     // Health, for load balancers.
-    let health = Command::new("curl")
-        .args(["-sS", &format!("{}/health", s.proxy)])
-        .output()
-        .unwrap();
     assert_eq!(
-        String::from_utf8_lossy(&health.stdout),
-        r#"{"status":"ok"}"#
+        http("GET", "/health", None, json!({})),
+        (200, r#"{"status":"ok"}"#.to_string())
     );
     // Anything else passes through untouched.
-    let models = Command::new("curl")
-        .args(["-sS", &format!("{}/v1/models", s.proxy)])
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&models.stdout).contains("gpt-4o-mini"));
+    let (code, models) = http("GET", "/v1/models", None, json!({}));
+    assert_eq!(code, 200);
+    assert!(models.contains("gpt-4o-mini"), "{models}");
     // A Host that is not loopback is refused (DNS rebinding).
-    let rebound = Command::new("curl")
-        .args([
-            "-sS",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "-H",
-            "Host: attacker.example",
-            &format!("{}/v1/models", s.proxy),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&rebound.stdout), "403");
+    let (code, _) = http(
+        "GET",
+        "/v1/models",
+        None,
+        json!({"Host": "attacker.example"}),
+    );
+    assert_eq!(code, 403);
+    // A background response would be fetched later, past the proxy: refused.
+    let (code, body) = post(
+        "/v1/responses",
+        br#"{"model":"m","input":"hi","background":true}"#,
+    );
+    assert_eq!(code, 400, "{body}");
 }
 
 #[test]

@@ -153,11 +153,28 @@ def raw(sc):
             "proxy": pb.decode("utf-8", "replace"), "direct": db.decode("utf-8", "replace")}
 
 
+def http(sc):
+    """One plain HTTP request: `url`, `method`, `body` (text), `headers`."""
+    data = sc["body"].encode() if sc.get("body") is not None else None
+    req = urllib.request.Request(sc["url"], data=data, method=sc.get("method", "GET"),
+                                 headers=sc.get("headers") or {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return {"status": r.status, "body": r.read().decode("utf-8", "replace")}
+    except urllib.error.HTTPError as e:
+        return {"status": e.code, "body": e.read().decode("utf-8", "replace")}
+
+
 def main():
     sc = json.loads(sys.argv[1])
     run = {"chat": chat, "messages": messages, "responses": responses}
     try:
-        out = raw(sc) if sc.get("mode") == "raw" else run[sc["api"]](sc)
+        if sc.get("mode") == "raw":
+            out = raw(sc)
+        elif sc.get("mode") == "http":
+            out = http(sc)
+        else:
+            out = run[sc["api"]](sc)
     except Exception as e:  # the test asserts on the error, so report it as data
         out = {"error": type(e).__name__, "message": str(e),
                "status": getattr(e, "status_code", None)}
