@@ -163,13 +163,6 @@ impl SessionTable {
         }
     }
 
-    /// Whether session `id` is held and not idle too long (without creating it).
-    pub fn is_live(&self, id: &str, now_ms: u64) -> bool {
-        self.map
-            .peek(&id.to_string())
-            .is_some_and(|s| now_ms.saturating_sub(s.last_seen_ms) <= self.idle_ms)
-    }
-
     /// The session `id`, created fresh if absent or idle too long.
     pub fn get(&mut self, id: &str, now_ms: u64) -> &mut Session {
         let key = id.to_string();

@@ -74,7 +74,7 @@ async fn upstream(req: axum::extract::Request) -> Response {
 
 /// A request of about 2 KB: a system prompt, a few turns, and for `tainted` a tool result
 /// holding a private key.
-fn request(model: &str, stream: bool, tainted: bool) -> Vec<u8> {
+fn request(model: &str, stream: bool, tainted: bool, results: usize) -> Vec<u8> {
     let mut messages = vec![
         json!({"role": "system", "content": "You are a careful coding assistant. ".repeat(20)}),
         json!({"role": "user", "content": "Summarise src/lib.rs for me, please."}),
@@ -82,6 +82,13 @@ fn request(model: &str, stream: bool, tainted: bool) -> Vec<u8> {
             "function": {"name": "read_file", "arguments": "{\"path\":\"src/lib.rs\"}"}}]}),
         json!({"role": "tool", "tool_call_id": "h1", "content": "pub fn add(a: i32, b: i32) -> i32 { a + b }\n".repeat(20)}),
     ];
+    // A long session: many earlier tool calls, each with a 4 KB result.
+    for i in 0..results {
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("r{i}"), "type": "function",
+            "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{i}.rs\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("r{i}"),
+            "content": format!("// module {i}\n{}", "fn f(x: u32) -> u32 { x * 2 + 1 }\n".repeat(120))}));
+    }
     if tainted {
         messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": "h2", "type": "function",
             "function": {"name": "bash", "arguments": "{\"command\":\"cat ~/.ssh/id_rsa\"}"}}]}));
@@ -147,17 +154,18 @@ fn main() {
         .unwrap();
     client_rt.block_on(async move {
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
-        // (name, model, stream, tainted)
+        // (name, model, stream, tainted, earlier results)
         let cases = [
-            ("json, untainted", "plain", false, false),
-            ("json, untainted, a tool call judged", "call", false, false),
-            ("json, tainted (hint added, call judged)", "call", false, true),
-            ("stream, untainted: first byte", "plain", true, false),
+            ("json, untainted", "plain", false, false, 0),
+            ("json, untainted, a tool call judged", "call", false, false, 0),
+            ("json, tainted (hint added, call judged)", "call", false, true, 0),
+            ("stream, untainted: first byte", "plain", true, false, 0),
+            ("json, untainted, 50 earlier results of 4 KB (remembered)", "call", false, false, 50),
         ];
         println!("| case | direct p50 | direct p99 | proxy p50 | proxy p99 | added p50 | added p99 |");
         println!("|---|---|---|---|---|---|---|");
-        for (name, model, stream, tainted) in cases {
-            let body = request(model, stream, tainted);
+        for (name, model, stream, tainted, results) in cases {
+            let body = request(model, stream, tainted, results);
             let mut direct = Vec::with_capacity(iters);
             let mut proxied = Vec::with_capacity(iters);
             for i in 0..iters + 200 {
@@ -194,5 +202,33 @@ fn main() {
         }
     });
     drop(servers);
+    // The first read of a long history, before the proxy remembers its results: the
+    // engine's pass over each of 50 results of 4 KB, no HTTP.
+    let body: Value = serde_json::from_slice(&request("call", false, false, 50)).unwrap();
+    let results = bulwark_llm::history::results(bulwark_llm::Api::Chat, &body).unwrap();
+    let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
+    let mut cold = Vec::new();
+    for _ in 0..60 {
+        let mut j = bulwark_llm::judge::Judge::new(
+            Arc::clone(&engine),
+            bulwark_llm::judge::Context {
+                session: None,
+                principal: Default::default(),
+                tokens: vec![],
+                used: Arc::new(UsedTokens::in_memory()),
+                audit: None,
+                clock: Arc::new(|| (0, 0)),
+                cache: None,
+            },
+        );
+        let t = Instant::now();
+        j.absorb(&results);
+        cold.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    println!(
+        "\nfirst read of 50 results of 4 KB (no cache): p50 {:.0} µs, p99 {:.0} µs",
+        pct(&mut cold, 0.5),
+        pct(&mut cold, 0.99)
+    );
     let _ = Duration::from_secs(0);
 }

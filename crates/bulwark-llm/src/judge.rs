@@ -63,6 +63,7 @@ pub struct Judge {
     used: Arc<UsedTokens>,
     audit: Option<Arc<AuditLog>>,
     clock: Arc<dyn Fn() -> (u64, u64) + Send + Sync>,
+    cache: Option<Arc<ResultCache>>,
     header_approvals: bool,
     blocked: Vec<Blocked>,
     rewritten: Vec<(String, String)>,
@@ -84,6 +85,84 @@ pub struct Context {
     pub audit: Option<Arc<AuditLog>>,
     /// (monotonic ms, Unix seconds).
     pub clock: Arc<dyn Fn() -> (u64, u64) + Send + Sync>,
+    /// The taint of results read before; `None` reads every result every time.
+    pub cache: Option<Arc<ResultCache>>,
+}
+
+/// Most results whose taint is remembered.
+pub const MAX_CACHED_RESULTS: usize = 100_000;
+
+/// The taint each tool result adds, by a keyed hash of the policy version, the tool, its
+/// arguments and the content. The hash key is random per process, so nobody outside can
+/// make two results collide.
+pub struct ResultCache {
+    map: std::sync::Mutex<bulwark_engine::bounded::BoundedMap<u64, TaintSet>>,
+    keys: std::collections::hash_map::RandomState,
+}
+
+impl Default for ResultCache {
+    fn default() -> Self {
+        ResultCache {
+            map: std::sync::Mutex::new(bulwark_engine::bounded::BoundedMap::new(
+                MAX_CACHED_RESULTS,
+            )),
+            keys: std::collections::hash_map::RandomState::new(),
+        }
+    }
+}
+
+impl ResultCache {
+    fn key(&self, version: &str, r: &Exchange) -> u64 {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = self.keys.build_hasher();
+        version.hash(&mut h);
+        r.tool.as_deref().map(str::to_lowercase).hash(&mut h);
+        hash_value(&r.args, &mut h);
+        hash_value(&r.content, &mut h);
+        r.web.hash(&mut h);
+        h.finish()
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, bulwark_engine::bounded::BoundedMap<u64, TaintSet>> {
+        match self.map.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    fn get(&self, key: u64) -> Option<TaintSet> {
+        self.lock().get_mut(&key).map(|t| *t)
+    }
+
+    fn put(&self, key: u64, taint: TaintSet) {
+        self.lock().insert(key, taint);
+    }
+}
+
+/// Hashes a JSON value by structure (kinds are tagged, so `"1"` and `1` differ).
+fn hash_value(v: &Value, h: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => (1u8, b).hash(h),
+        Value::Number(n) => (2u8, n.to_string()).hash(h),
+        Value::String(s) => (3u8, s).hash(h),
+        Value::Array(a) => {
+            (4u8, a.len()).hash(h);
+            for x in a {
+                hash_value(x, h);
+            }
+        }
+        Value::Object(o) => {
+            (5u8, o.len()).hash(h);
+            for (k, x) in o {
+                k.hash(h);
+                hash_value(x, h);
+            }
+        }
+    }
 }
 
 impl Judge {
@@ -114,6 +193,7 @@ impl Judge {
             used: cx.used,
             audit: cx.audit,
             clock: cx.clock,
+            cache: cx.cache,
             header_approvals,
             blocked: Vec::new(),
             rewritten: Vec::new(),
@@ -139,58 +219,73 @@ impl Judge {
     }
 
     /// Takes in the tool results the agent has seen; returns the session's taint.
+    ///
+    /// What a result adds depends only on the result (its tool, arguments and content) and
+    /// the policy, not on the session, so each is read once in a scratch state and its
+    /// taint remembered in the proxy's [`ResultCache`]: a conversation sends its whole
+    /// history with every request, and re-scanning it each time would cost milliseconds a
+    /// turn by the fiftieth tool result.
     pub fn absorb(&mut self, results: &[Exchange]) -> TaintSet {
         let (mono, _) = self.now();
-        let session = self.session.clone();
-        let principal = self.principal.clone();
-        let mut records = Vec::new();
-        let taint = self.with_state(|engine, state| {
-            for r in results {
-                let mut extra = TaintSet::NONE;
-                if r.web {
-                    extra.insert(Taint::UntrustedInput);
-                }
-                // A result whose call is not in the history came from somewhere nobody
-                // can tell: read it as untrusted.
-                let tool = match &r.tool {
-                    Some(t) if !t.is_empty() => t.clone(),
-                    _ => {
-                        extra.insert(Taint::UntrustedInput);
-                        "unknown".to_string()
-                    }
-                };
-                let call = Call {
-                    principal: principal.clone(),
-                    tool: ToolRef {
-                        name: tool,
-                        ..ToolRef::default()
-                    },
-                    ..Call::response(&session, "", r.args.clone(), r.content.clone())
-                };
-                let d = engine.absorb(&call, state, Now::at(mono));
-                // A result the engine could not read through (too large, too deep, the
-                // scanner unavailable) may hold anything.
-                if matches!(
-                    d.reason_code,
-                    Some(ReasonCode::InvalidInput | ReasonCode::AnalysisUnavailable)
-                ) {
-                    extra.insert(Taint::PrivateData);
-                    extra.insert(Taint::UntrustedInput);
-                }
-                if !extra.is_empty() {
-                    let s = state.sessions.get(&session, mono);
-                    s.taint = s.taint.union(extra);
-                }
-                if d.decision != Verdict::Allow {
-                    records.push((call, d));
-                }
+        let mut added = TaintSet::NONE;
+        let mut scratch: Option<State> = None;
+        let version = self.engine.policy().version.clone();
+        for (i, r) in results.iter().enumerate() {
+            let key = self.cache.as_ref().map(|c| c.key(&version, r));
+            if let (Some(c), Some(k)) = (&self.cache, key)
+                && let Some(t) = c.get(k)
+            {
+                added = added.union(t);
+                continue;
             }
-            state.sessions.get(&session, mono).taint
-        });
-        for (call, d) in &records {
-            self.record(call, d);
+            let mut extra = TaintSet::NONE;
+            if r.web {
+                extra.insert(Taint::UntrustedInput);
+            }
+            // A result whose call is not in the history came from somewhere nobody can
+            // tell: read it as untrusted.
+            let tool = match &r.tool {
+                Some(t) if !t.is_empty() => t.clone(),
+                _ => {
+                    extra.insert(Taint::UntrustedInput);
+                    "unknown".to_string()
+                }
+            };
+            let session = format!("{}#result{i}", self.session);
+            let call = Call {
+                principal: self.principal.clone(),
+                tool: ToolRef {
+                    name: tool,
+                    ..ToolRef::default()
+                },
+                ..Call::response(&session, "", r.args.clone(), r.content.clone())
+            };
+            let state = scratch.get_or_insert_with(|| State::new(self.engine.policy()));
+            let d = self.engine.absorb(&call, state, Now::at(mono));
+            // A result the engine could not read through (too large, too deep, the scanner
+            // unavailable) may hold anything.
+            if matches!(
+                d.reason_code,
+                Some(ReasonCode::InvalidInput | ReasonCode::AnalysisUnavailable)
+            ) {
+                extra.insert(Taint::PrivateData);
+                extra.insert(Taint::UntrustedInput);
+            }
+            let taint = d.taint.union(extra);
+            if let (Some(c), Some(k)) = (&self.cache, key) {
+                c.put(k, taint);
+            }
+            added = added.union(taint);
+            if d.decision != Verdict::Allow {
+                let call = Call {
+                    session: self.session.clone(),
+                    ..call
+                };
+                self.record(&call, &d);
+            }
         }
-        taint
+        self.inherit(added);
+        self.taint()
     }
 
     /// Adds taint the session carries from elsewhere (a chained `previous_response_id`).
@@ -263,7 +358,13 @@ impl Judge {
                     let left_ms = a.expires_s.saturating_sub(unix).saturating_mul(1000);
                     state.grant(a.digest.clone(), mono.saturating_add(left_ms));
                 }
+                // Taint comes from results, which arrive in the next request's history. A
+                // proposal's own class (a read of private data, say) must not taint the
+                // calls proposed beside it: they run in parallel and cannot see its
+                // result.
+                let before = state.sessions.get(&call.session, mono).taint;
                 let d = engine.evaluate(&call, state, Now::at(mono));
+                state.sessions.get(&call.session, mono).taint = before;
                 let consumed = claimed
                     .as_ref()
                     .is_some_and(|(_, a)| state.grants.remove(&a.digest).is_none());

@@ -29,6 +29,7 @@
 //!     used: Arc::new(UsedTokens::in_memory()),
 //!     audit: None,
 //!     clock: Arc::new(|| (0, 0)),
+//!     cache: None,
 //! });
 //! // The agent has read a private key...
 //! let history = json!({"messages": [

@@ -5,8 +5,6 @@
 //! forwards it, and judges every tool call in the answer — JSON or streamed. Every other
 //! request passes through untouched, streamed both ways.
 
-use std::collections::{HashSet, VecDeque};
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -23,8 +21,8 @@ use sha2::{Digest, Sha256};
 
 use crate::api::Api;
 use crate::approval::{self, UsedTokens};
-use crate::history::{self, Exchange};
-use crate::judge::{Context, Judge};
+use crate::history;
+use crate::judge::{Context, Judge, ResultCache};
 use crate::{hint, rewrite, sse, stream};
 
 /// Largest request body read from a client (default).
@@ -33,10 +31,7 @@ pub const MAX_BODY: usize = 32 * 1024 * 1024;
 pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
 /// Largest single event in an upstream stream.
 pub const MAX_EVENT: usize = 4 * 1024 * 1024;
-/// Most named sessions remembered.
-pub const MAX_SESSIONS: usize = 10_000;
-/// Most tool results remembered as taken in, per named session.
-pub const MAX_SEEN: usize = 4096;
+
 /// Most Responses API response ids whose taint is remembered.
 pub const MAX_RESPONSES: usize = 10_000;
 /// The header naming a session that keeps taint across requests.
@@ -83,30 +78,8 @@ pub struct Proxy {
     client: reqwest::Client,
     cfg: Config,
     started: Instant,
-    seen: Mutex<BoundedMap<String, Seen>>,
+    results: Arc<ResultCache>,
     responses: Arc<Mutex<BoundedMap<String, TaintSet>>>,
-}
-
-#[derive(Default)]
-struct Seen {
-    order: VecDeque<u64>,
-    set: HashSet<u64>,
-}
-
-impl Seen {
-    /// Whether `key` is new; remembers it.
-    fn first(&mut self, key: u64) -> bool {
-        if !self.set.insert(key) {
-            return false;
-        }
-        self.order.push_back(key);
-        if self.order.len() > MAX_SEEN
-            && let Some(old) = self.order.pop_front()
-        {
-            self.set.remove(&old);
-        }
-        true
-    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -149,7 +122,7 @@ impl Proxy {
             client,
             cfg,
             started: Instant::now(),
-            seen: Mutex::new(BoundedMap::new(MAX_SESSIONS)),
+            results: Arc::new(ResultCache::default()),
             responses: Arc::new(Mutex::new(BoundedMap::new(MAX_RESPONSES))),
         })
     }
@@ -281,28 +254,6 @@ impl Proxy {
         }
     }
 
-    /// The results of `results` not taken in by `session` before. A session the engine
-    /// has let go (idle too long) starts over: its taint went with it, so its whole
-    /// history is read again.
-    fn fresh(&self, session: &str, results: Vec<Exchange>, mono_ms: u64) -> Vec<Exchange> {
-        let live = self.engine.state().sessions.is_live(session, mono_ms);
-        let mut seen = lock(&self.seen);
-        if !live {
-            seen.remove(&session.to_string());
-        }
-        let memo = seen.get_or_insert_with(&session.to_string(), Seen::default);
-        results
-            .into_iter()
-            .filter(|r| {
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                r.id.hash(&mut h);
-                r.tool.hash(&mut h);
-                r.content.to_string().hash(&mut h);
-                memo.first(h.finish())
-            })
-            .collect()
-    }
-
     async fn model_call(self: Arc<Self>, api: Api, req: Request) -> Response {
         let (parts, body) = req.into_parts();
         let too_big = parts
@@ -379,8 +330,7 @@ impl Proxy {
             }
         };
         let clock = self.clock();
-        let clock_now = clock();
-        let now_s = clock_now.1;
+        let (_, now_s) = clock();
         let (tokens, refused) = match &self.cfg.approval_key {
             Some(key) => {
                 let values = parts
@@ -412,14 +362,10 @@ impl Proxy {
                 used: Arc::clone(&self.cfg.used),
                 audit: self.cfg.audit.clone(),
                 clock,
+                cache: Some(Arc::clone(&self.results)),
             },
         );
-        // A named session sees its whole history again with every request: only what it
-        // has not taken in yet is evaluated (the loop guard would read repeats as loops).
-        let results = match &session {
-            Some(_) => self.fresh(judge.session(), results, clock_now.0),
-            None => results,
-        };
+
         judge.absorb(&results);
         if api == Api::Responses
             && let Some(prev) = body.get("previous_response_id").and_then(Value::as_str)

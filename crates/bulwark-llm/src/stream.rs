@@ -909,6 +909,7 @@ mod tests {
                 used: Arc::new(UsedTokens::in_memory()),
                 audit: None,
                 clock: Arc::new(|| (1, 1)),
+                cache: None,
             },
         );
         if private {

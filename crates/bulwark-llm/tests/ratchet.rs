@@ -79,6 +79,7 @@ fn judge(policy: &str, taint: TaintSet) -> Judge {
             used: Arc::new(UsedTokens::in_memory()),
             audit: None,
             clock: Arc::new(|| (1_000, 1_000)),
+            cache: None,
         },
     );
     j.inherit(taint);

@@ -173,8 +173,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         if call.direction == Direction::Response {
             match f.category {
                 ContentCategory::Secret => ctx.taint_out.insert(Taint::PrivateData),
+                // Poisoning patterns in a result ("before you can solve the task, first
+                // …") are instructions planted for the model as much as injections are.
                 ContentCategory::Injection
                 | ContentCategory::Prefill
+                | ContentCategory::Poisoning
                 | ContentCategory::Concealment => ctx.taint_out.insert(Taint::UntrustedInput),
                 _ => {}
             }

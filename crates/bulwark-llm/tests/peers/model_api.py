@@ -12,6 +12,7 @@ RECORD_FILE as one JSON line {"path", "headers", "body"}, so tests can see exact
 the proxy forwarded.
 """
 
+import base64
 import hashlib
 import json
 import sys
@@ -44,7 +45,13 @@ def last_user_text(api, body):
     return "\n".join(texts)
 
 
-def script(api, body):
+def script(api, body, headers=None):
+    # A driver that plays the model itself (scripts/agentdojo/run.py) says what to answer
+    # in a header, base64 JSON, so the conversation is left as the agent built it.
+    scripted = (headers or {}).get("x-script")
+    if scripted:
+        s = json.loads(base64.b64decode(scripted))
+        return s.get("text", ""), s.get("calls", [])
     text = last_user_text(api, body)
     if text.startswith("CALL "):
         s = json.loads(text[5:])
@@ -264,7 +271,7 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(429, {"error": {"message": "slow down", "type": "rate_limit_error"}},
                        {"retry-after": "0"})
             return
-        text, calls = script(api, body)
+        text, calls = script(api, body, self.headers)
         # Ids follow from the request, so the same request gets the same bytes back (the
         # byte-for-byte test sends one request both directly and through the proxy).
         rid = hashlib.sha256(raw).hexdigest()[:12]
