@@ -104,7 +104,57 @@ fn pct(v: &mut [f64], q: f64) -> f64 {
     v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
 }
 
+/// Where a long history's time goes, in-process: parsing, pairing, and the cache's keys.
+fn breakdown() {
+    let raw = request("call", false, false, 50);
+    let time = |f: &mut dyn FnMut()| {
+        let mut v: Vec<f64> = (0..200)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        pct(&mut v, 0.5)
+    };
+    let body: Value = serde_json::from_slice(&raw).unwrap();
+    let parse = time(&mut || {
+        let _: Value = serde_json::from_slice(&raw).unwrap();
+    });
+    let pair = time(&mut || {
+        let _ = bulwark_llm::history::results(bulwark_llm::Api::Chat, &body).unwrap();
+    });
+    let results = bulwark_llm::history::results(bulwark_llm::Api::Chat, &body).unwrap();
+    let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
+    let cache = Arc::new(bulwark_llm::judge::ResultCache::default());
+    let judge = || {
+        bulwark_llm::judge::Judge::new(
+            Arc::clone(&engine),
+            bulwark_llm::judge::Context {
+                session: None,
+                principal: Default::default(),
+                tokens: vec![],
+                used: Arc::new(UsedTokens::in_memory()),
+                audit: None,
+                clock: Arc::new(|| (0, 0)),
+                cache: Some(Arc::clone(&cache)),
+            },
+        )
+    };
+    judge().absorb(&results);
+    let warm = time(&mut || {
+        judge().absorb(&results);
+    });
+    println!(
+        "{} KB request, 50 results: parse {parse:.0} µs, pair {pair:.0} µs, absorb (remembered) {warm:.0} µs",
+        raw.len() / 1024
+    );
+}
+
 fn main() {
+    if std::env::var_os("BREAKDOWN").is_some() {
+        return breakdown();
+    }
     let iters: usize = std::env::var("ITER")
         .ok()
         .and_then(|v| v.parse().ok())

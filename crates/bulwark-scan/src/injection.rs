@@ -783,7 +783,9 @@ pub const RULES: &[PhraseRule] = &[
         severity: [Severity::Medium, Severity::Medium, Severity::Medium],
         negation_guard: false,
         keywords: &[r#"before"#],
-        regex: r#"\bbefore\s+(?:using|calling|executing|execute|invoking|running|reading|transfer\w*|answering|responding|providing|any|each|every|you|this)\b[^.\n]{0,80}?\b(?:you must|must|first|always|need to|make sure|have to)\b"#,
+        // The gap may hold a line break: text wrapped at 80 columns (YAML dumps, e-mail)
+        // still reads as one sentence (AgentDojo's banking injections arrive so).
+        regex: r#"\bbefore\s+(?:using|calling|executing|execute|invoking|running|reading|transfer\w*|answering|responding|providing|any|each|every|you|this)\b[^.]{0,80}?\b(?:you must|must|first|always|need to|make sure|have to)\b"#,
     },
     PhraseRule {
         id: "poisoning.must_first",

@@ -33,6 +33,21 @@ use clap::Parser;
 use cli::{Cli, Command, HookCommand, PolicyCommand};
 
 fn main() -> ExitCode {
+    // `bulwark … | head`: the reader left, which is not an error worth a backtrace. Rust
+    // ignores SIGPIPE, so a print to the closed pipe panics; that panic ends quietly.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default_hook(info);
+    }));
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -499,3 +499,19 @@ fn audit_keys_rotate_and_the_log_stays_verifiable() {
         assert!(String::from_utf8_lossy(&o.stdout).contains("2 decisions"));
     }
 }
+
+#[test]
+fn a_reader_that_leaves_early_gets_no_backtrace() {
+    // `bulwark policy check FILE | head -1`: the reader is gone before bulwark writes
+    // (the read end is closed at once; bulwark takes milliseconds to load the policy).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bulwark"))
+        .args(["policy", "default"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}
