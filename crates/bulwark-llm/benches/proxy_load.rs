@@ -131,13 +131,8 @@ fn breakdown() {
         bulwark_llm::judge::Judge::new(
             Arc::clone(&engine),
             bulwark_llm::judge::Context {
-                session: None,
-                principal: Default::default(),
-                tokens: vec![],
-                used: Arc::new(UsedTokens::in_memory()),
-                audit: None,
-                clock: Arc::new(|| (0, 0)),
                 cache: Some(Arc::clone(&cache)),
+                ..Context::default()
             },
         )
     };
@@ -262,13 +257,7 @@ fn main() {
         let mut j = bulwark_llm::judge::Judge::new(
             Arc::clone(&engine),
             bulwark_llm::judge::Context {
-                session: None,
-                principal: Default::default(),
-                tokens: vec![],
-                used: Arc::new(UsedTokens::in_memory()),
-                audit: None,
-                clock: Arc::new(|| (0, 0)),
-                cache: None,
+                ..Context::default()
             },
         );
         let t = Instant::now();

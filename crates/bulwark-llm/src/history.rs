@@ -166,13 +166,21 @@ pub fn results(api: Api, body: &Value) -> Result<Vec<Exchange>, HistoryError> {
                         };
                         push(&mut out, e)?;
                     }
-                    // The provider searched or browsed: the model read the web.
-                    "web_search_call" => {
+                    // What a computer-use agent saw: a screenshot of wherever it browsed.
+                    "computer_call_output" => {
+                        let mut e = exchange(&calls, id, content(item.get("output")));
+                        e.tool.get_or_insert_with(|| "computer".into());
+                        e.web = true;
+                        push(&mut out, e)?;
+                    }
+                    // The provider searched the web or the user's files: text anyone who
+                    // could write there chose.
+                    "web_search_call" | "file_search_call" => {
                         let e = Exchange {
                             id: text(item, "id"),
-                            tool: Some("web_search".into()),
+                            tool: Some(kind.trim_end_matches("_call").into()),
                             args: item.get("action").cloned().unwrap_or(Value::Null),
-                            content: Value::Null,
+                            content: item.get("results").cloned().unwrap_or(Value::Null),
                             web: true,
                         };
                         push(&mut out, e)?;

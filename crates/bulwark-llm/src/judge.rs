@@ -69,6 +69,7 @@ pub struct Judge {
     rewritten: Vec<(String, String)>,
     approved: Vec<String>,
     judged: Vec<(String, String)>,
+    following: TaintSet,
 }
 
 /// What a [`Judge`] needs besides the engine.
@@ -87,6 +88,22 @@ pub struct Context {
     pub clock: Arc<dyn Fn() -> (u64, u64) + Send + Sync>,
     /// The taint of results read before; `None` reads every result every time.
     pub cache: Option<Arc<ResultCache>>,
+}
+
+impl Default for Context {
+    /// A stateless judge with no tokens, no audit, no cache, and a clock at zero: for
+    /// tests and benches, which set the fields they care about.
+    fn default() -> Self {
+        Context {
+            session: None,
+            principal: Principal::default(),
+            tokens: Vec::new(),
+            used: Arc::new(UsedTokens::in_memory()),
+            audit: None,
+            clock: Arc::new(|| (0, 0)),
+            cache: None,
+        }
+    }
 }
 
 /// Most results whose taint is remembered.
@@ -116,7 +133,8 @@ impl ResultCache {
         use std::hash::{BuildHasher, Hash, Hasher};
         let mut h = self.keys.build_hasher();
         version.hash(&mut h);
-        r.tool.as_deref().map(str::to_lowercase).hash(&mut h);
+        // Exactly as given: the engine's own case folding decides what the name means.
+        r.tool.hash(&mut h);
         hash_value(&r.args, &mut h);
         hash_value(&r.content, &mut h);
         r.web.hash(&mut h);
@@ -199,6 +217,7 @@ impl Judge {
             rewritten: Vec::new(),
             approved: Vec::new(),
             judged: Vec::new(),
+            following: TaintSet::NONE,
         }
     }
 
@@ -305,6 +324,14 @@ impl Judge {
         self.inherit([Taint::UntrustedInput].into_iter().collect());
     }
 
+    /// The taint a conversation continuing from this answer holds: the session's, and
+    /// what the calls released in it will bring (their results come back in a request
+    /// that may not carry the calls themselves).
+    pub fn taint_after(&mut self) -> TaintSet {
+        let following = self.following;
+        self.taint().union(following)
+    }
+
     /// The session's taint now.
     pub fn taint(&mut self) -> TaintSet {
         let (mono, _) = self.now();
@@ -353,7 +380,7 @@ impl Judge {
                 .find(|(_, a)| a.digest == digest)
                 .cloned()
                 .filter(|(t, a)| self.used.claim(t, a.expires_s, unix));
-            let (d, consumed) = self.with_state(|engine, state| {
+            let (d, consumed, brought) = self.with_state(|engine, state| {
                 if let Some((_, a)) = &claimed {
                     let left_ms = a.expires_s.saturating_sub(unix).saturating_mul(1000);
                     state.grant(a.digest.clone(), mono.saturating_add(left_ms));
@@ -364,12 +391,17 @@ impl Judge {
                 // result.
                 let before = state.sessions.get(&call.session, mono).taint;
                 let d = engine.evaluate(&call, state, Now::at(mono));
-                state.sessions.get(&call.session, mono).taint = before;
+                let session = state.sessions.get(&call.session, mono);
+                let brought = session.taint;
+                session.taint = before;
                 let consumed = claimed
                     .as_ref()
                     .is_some_and(|(_, a)| state.grants.remove(&a.digest).is_none());
-                (d, consumed)
+                (d, consumed, brought)
             });
+            // What a released call brings once it has run, for whoever continues this
+            // answer without the call in hand (a chained Responses turn).
+            self.following = self.following.union(brought);
             match claimed {
                 Some((t, a)) if consumed => {
                     if self.used.persist(&t, a.expires_s) {

@@ -379,6 +379,21 @@ impl Proxy {
                     .collect()
             }));
         }
+        // A Responses conversation keeps its history on the provider's side too: its
+        // taint is kept under its id, and one this proxy has not seen may hold anything.
+        let conversation = (api == Api::Responses)
+            .then(|| body.get("conversation"))
+            .flatten()
+            .and_then(|c| c.as_str().or_else(|| c.get("id").and_then(Value::as_str)))
+            .map(|c| format!("conversation:{c}"));
+        if let Some(c) = &conversation {
+            let inherited = lock(&self.responses).peek(c).copied();
+            judge.inherit(inherited.unwrap_or_else(|| {
+                [Taint::PrivateData, Taint::UntrustedInput]
+                    .into_iter()
+                    .collect()
+            }));
+        }
         let taint = judge.taint();
         let forward = if taint.is_empty() {
             bytes
@@ -460,9 +475,9 @@ impl Proxy {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if event_stream {
-            return with_headers(self.streamed(api, resp, judge), extra);
+            return with_headers(self.streamed(api, resp, judge, conversation), extra);
         }
-        self.whole(api, resp, judge, extra).await
+        self.whole(api, resp, judge, extra, conversation).await
     }
 
     async fn whole(
@@ -471,6 +486,7 @@ impl Proxy {
         resp: reqwest::Response,
         mut judge: Judge,
         extra: HeaderMap,
+        conversation: Option<String>,
     ) -> Response {
         let status = resp.status();
         let headers = resp.headers().clone();
@@ -490,11 +506,15 @@ impl Proxy {
             }
         };
         let changed = rewrite::judge_response(api, &mut body, &mut judge);
-        if api == Api::Responses
-            && let Some(id) = body.get("id").and_then(Value::as_str)
-        {
-            let taint = judge.taint();
-            lock(&self.responses).insert(id.to_string(), taint);
+        if api == Api::Responses {
+            let taint = judge.taint_after();
+            let mut remembered = lock(&self.responses);
+            if let Some(id) = body.get("id").and_then(Value::as_str) {
+                remembered.insert(id.to_string(), taint);
+            }
+            if let Some(c) = conversation {
+                remembered.insert(c, taint);
+            }
         }
         let out = if changed {
             match serde_json::to_vec(&body) {
@@ -516,7 +536,13 @@ impl Proxy {
         with_headers(r, extra)
     }
 
-    fn streamed(&self, api: Api, resp: reqwest::Response, mut judge: Judge) -> Response {
+    fn streamed(
+        &self,
+        api: Api,
+        resp: reqwest::Response,
+        mut judge: Judge,
+        conversation: Option<String>,
+    ) -> Response {
         let status = resp.status();
         let headers = resp.headers().clone();
         let idle = self.timeout();
@@ -558,8 +584,11 @@ impl Proxy {
                                 }
                                 // Saved before the client has the answer, so a follow-up
                                 // that chains to it cannot arrive first.
+                                if completes && let Some(c) = &conversation {
+                                    lock(&responses).insert(c.clone(), judge.taint_after());
+                                }
                                 if completes && let Some(id) = &response_id {
-                                    lock(&responses).insert(id.clone(), judge.taint());
+                                    lock(&responses).insert(id.clone(), judge.taint_after());
                                 }
                             }
                         }
@@ -606,7 +635,7 @@ impl Proxy {
                 }
             }
             if let Some(id) = response_id {
-                let taint = judge.taint();
+                let taint = judge.taint_after();
                 lock(&responses).insert(id, taint);
             }
         });
@@ -639,6 +668,35 @@ async fn handle(State(p): State<Arc<Proxy>>, req: Request) -> Response {
                 &format!("Host {host:?} is not one this proxy serves"),
             );
         }
+        // A web page may not use the proxy (and the operator's key) from the user's
+        // browser: its requests carry an Origin that is not one of ours.
+        let origin = req
+            .headers()
+            .get(header::ORIGIN)
+            .and_then(|v| v.to_str().ok());
+        if let Some(o) = origin {
+            let host = url::Url::parse(o)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string))
+                .unwrap_or_default();
+            if !allowed.iter().any(|a| a.eq_ignore_ascii_case(&host)) {
+                return plain_error(
+                    StatusCode::FORBIDDEN,
+                    &format!("Origin {o:?} may not use this proxy"),
+                );
+            }
+        }
+        if req
+            .headers()
+            .get("sec-fetch-site")
+            .and_then(|v| v.to_str().ok())
+            == Some("cross-site")
+        {
+            return plain_error(
+                StatusCode::FORBIDDEN,
+                "cross-site requests may not use this proxy",
+            );
+        }
     }
     if req.method() == Method::GET && matches!(req.uri().path(), "/health" | "/bulwark/health") {
         return (
@@ -651,7 +709,23 @@ async fn handle(State(p): State<Arc<Proxy>>, req: Request) -> Response {
     let api = (req.method() == Method::POST)
         .then(|| Api::for_path(req.uri().path()))
         .flatten();
+    // A model call is JSON; a form or plain text is what a page can send without asking
+    // first, and is refused.
+    let json = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
     match api {
+        Some(api) if !json => api_error(
+            api,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a model call must be sent as Content-Type: application/json",
+        ),
         Some(api) => p.model_call(api, req).await,
         None => p.pass_through(req).await,
     }

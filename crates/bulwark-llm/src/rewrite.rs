@@ -109,10 +109,8 @@ fn messages(body: &mut Value, judge: &mut Judge) {
     let mut kept = 0;
     let mut touched = false;
     for block in blocks.iter_mut() {
+        provider_block(block, judge);
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
-        if kind.starts_with("web_") && kind.ends_with("_tool_result") {
-            judge.saw_untrusted();
-        }
         if kind != "tool_use" {
             continue;
         }
@@ -143,20 +141,7 @@ fn responses(body: &mut Value, judge: &mut Judge) {
     };
     for item in items.iter_mut() {
         // What provider-run tools read earlier in this answer counts for later calls.
-        match item.get("type").and_then(Value::as_str) {
-            Some("web_search_call") => judge.saw_untrusted(),
-            Some("mcp_call") => {
-                let r = crate::history::Exchange {
-                    id: str_at(item, "id"),
-                    tool: Some(str_at(item, "name")),
-                    args: arguments(item.get("arguments")),
-                    content: item.get("output").cloned().unwrap_or(Value::Null),
-                    web: false,
-                };
-                judge.absorb(&[r]);
-            }
-            _ => {}
-        }
+        crate::stream::provider_ran(item, judge);
         if let Some(replacement) = judge_item(item, judge) {
             *item = replacement;
         }
@@ -221,6 +206,24 @@ pub(crate) fn judge_item(item: &Value, judge: &mut Judge) -> Option<Value> {
             Some(item)
         }
         Ruling::Block(b) => Some(message_item(&format!("msg_bulwark_{id}"), &explain(&b))),
+    }
+}
+
+/// Reads a content block a provider-run tool put into an Anthropic answer: what its web
+/// tools read is untrusted input; a remote MCP tool's result is a tool result.
+pub(crate) fn provider_block(block: &Value, judge: &mut Judge) {
+    let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind.starts_with("web_") && kind.ends_with("_tool_result") {
+        judge.saw_untrusted();
+    } else if kind == "mcp_tool_result" {
+        let r = crate::history::Exchange {
+            id: str_at(block, "tool_use_id"),
+            tool: None,
+            args: Value::Null,
+            content: block.get("content").cloned().unwrap_or(Value::Null),
+            web: false,
+        };
+        judge.absorb(&[r]);
     }
 }
 

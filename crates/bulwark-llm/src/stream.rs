@@ -94,6 +94,20 @@ struct Acc {
 /// The index a Chat stream's pre-tools `function_call` is kept under.
 const FUNCTION_CALL: u64 = u64::MAX;
 
+/// The explanations of choice `c`'s withheld calls, in the order the model wrote them.
+fn explanations(rulings: &BTreeMap<(u64, u64), Ruling>, c: u64) -> Vec<String> {
+    let mut blocked: Vec<(u64, String)> = rulings
+        .iter()
+        .filter(|(k, _)| k.0 == c)
+        .filter_map(|(k, r)| match r {
+            Ruling::Block(b) => Some((k.1, explain(b))),
+            _ => None,
+        })
+        .collect();
+    blocked.sort();
+    blocked.into_iter().map(|(_, t)| t).collect()
+}
+
 /// Adds one delta's piece of a call to its accumulator.
 fn accumulate(acc: &mut Acc, call: &Value, function: &Value) {
     if let Some(id) = call.get("id").and_then(Value::as_str) {
@@ -102,8 +116,11 @@ fn accumulate(acc: &mut Acc, call: &Value, function: &Value) {
     if let Some(n) = function.get("name").and_then(Value::as_str) {
         acc.name.push_str(n);
     }
-    if let Some(a) = function.get("arguments").and_then(Value::as_str) {
-        acc.args.push_str(a);
+    match function.get("arguments") {
+        Some(Value::String(a)) => acc.args.push_str(a),
+        // Not the API's shape, but what the client would receive: judged as sent.
+        Some(other) if !other.is_null() => acc.args.push_str(&other.to_string()),
+        _ => {}
     }
 }
 
@@ -116,7 +133,7 @@ struct ChatStream {
     calls: BTreeMap<(u64, u64), Acc>,
     /// Choices with calls still open.
     open: BTreeSet<u64>,
-    rulings: HashMap<(u64, u64), Ruling>,
+    rulings: BTreeMap<(u64, u64), Ruling>,
     /// Choices that have streamed text (an explanation then starts on a new paragraph).
     texted: BTreeSet<u64>,
 }
@@ -159,8 +176,8 @@ impl ChatStream {
             return;
         }
         // New indexes for the calls kept, per choice, in order.
-        let mut index: HashMap<(u64, u64), u64> = HashMap::new();
-        let mut kept: HashMap<u64, u64> = HashMap::new();
+        let mut index: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        let mut kept: BTreeMap<u64, u64> = BTreeMap::new();
         for (k, r) in &rulings {
             if !matches!(r, Ruling::Block(_)) {
                 let n = kept.entry(k.0).or_default();
@@ -183,9 +200,14 @@ impl ChatStream {
                     if let Some(Value::Array(tcs)) = ch.pointer_mut("/delta/tool_calls") {
                         let mut keep = Vec::new();
                         for mut tc in std::mem::take(tcs) {
-                            let i = tc.get("index").and_then(Value::as_u64).unwrap_or(0);
+                            let i = tc
+                                .get("index")
+                                .and_then(Value::as_u64)
+                                .unwrap_or(0)
+                                .min(FUNCTION_CALL - 1);
                             match rulings.get(&(c, i)) {
-                                Some(Ruling::Block(_)) => continue,
+                                // A delta with no ruling was never judged: not sent.
+                                None | Some(Ruling::Block(_)) => continue,
                                 Some(Ruling::Rewrite(a)) => {
                                     // The call's first delta gets the whole new arguments;
                                     // later ones are dropped (some upstreams repeat the id
@@ -233,14 +255,7 @@ impl ChatStream {
                         continue;
                     }
                     finished.insert(c);
-                    let texts: Vec<String> = rulings
-                        .iter()
-                        .filter(|(k, _)| k.0 == c)
-                        .filter_map(|(_, r)| match r {
-                            Ruling::Block(b) => Some(explain(b)),
-                            _ => None,
-                        })
-                        .collect();
+                    let texts = explanations(&rulings, c);
                     if !texts.is_empty() {
                         let gap = if self.texted.contains(&c) { "\n\n" } else { "" };
                         notes_before.push(json!({
@@ -278,14 +293,7 @@ impl ChatStream {
             .filter(|c| !finished.contains(c))
             .collect();
         for c in unfinished {
-            let texts: Vec<String> = rulings
-                .iter()
-                .filter(|(k, _)| k.0 == c)
-                .filter_map(|(_, r)| match r {
-                    Ruling::Block(b) => Some(explain(b)),
-                    _ => None,
-                })
-                .collect();
+            let texts = explanations(&rulings, c);
             let mut note = json!({"object": "chat.completion.chunk", "choices": [{
                 "index": c,
                 "delta": {"content": texts.join("\n\n")},
@@ -489,12 +497,8 @@ impl Transform for MessagesStream {
         }
         // Anthropic's own web tools ran inside this answer: what they read is untrusted
         // for every call after it.
-        if kind == "content_block_start"
-            && v.pointer("/content_block/type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| t.starts_with("web_") && t.ends_with("_tool_result"))
-        {
-            judge.saw_untrusted();
+        if kind == "content_block_start" {
+            crate::rewrite::provider_block(&v["content_block"], judge);
         }
         if kind == "content_block_start"
             && v.pointer("/content_block/type").and_then(Value::as_str) == Some("tool_use")
@@ -573,6 +577,8 @@ struct ResponsesStream {
     ruled: HashSet<String>,
     /// Replacements by item id, for the final `response.completed`.
     replaced: HashMap<String, Value>,
+    /// Output indexes of calls cut off before their item was done.
+    cut: HashSet<u64>,
 }
 
 /// Output items the client runs. Items the provider runs itself (web and file search,
@@ -642,6 +648,25 @@ fn emit_message(out: &mut Vec<u8>, item: &Value, seq: &Value, oi: &Value, done: 
     }
 }
 
+/// Reads what a provider-run item brought into the answer: a web search is untrusted
+/// input; a remote MCP call's output is a tool result like any other.
+pub(crate) fn provider_ran(item: &Value, judge: &mut Judge) {
+    match item.get("type").and_then(Value::as_str) {
+        Some("web_search_call" | "file_search_call") => judge.saw_untrusted(),
+        Some("mcp_call") => {
+            let r = crate::history::Exchange {
+                id: str_at(item, "id"),
+                tool: Some(str_at(item, "name")),
+                args: arguments(item.get("arguments")),
+                content: item.get("output").cloned().unwrap_or(Value::Null),
+                web: false,
+            };
+            judge.absorb(&[r]);
+        }
+        _ => {}
+    }
+}
+
 fn ruling_for(replacement: &Option<Value>) -> Ruling {
     match replacement {
         None => Ruling::Pass,
@@ -668,8 +693,14 @@ impl ResponsesStream {
             let oi = v.get("output_index").cloned().unwrap_or(Value::Null);
             match (ruling, kind, replacement) {
                 (Ruling::Pass, _, _) => out.extend_from_slice(&ev.raw),
-                (Ruling::Rewrite(_), "response.output_item.added", _) => {
-                    out.extend_from_slice(&ev.raw)
+                // The announced item may already hold what was rewritten (a shell call's
+                // whole action): it is announced as rewritten.
+                (Ruling::Rewrite(_), "response.output_item.added", Some(item)) => {
+                    let mut v = v.clone();
+                    let mut item = item.clone();
+                    item["status"] = json!("in_progress");
+                    v["item"] = item;
+                    emit_json(out, ev.name.as_deref(), &v);
                 }
                 (Ruling::Rewrite(_), "response.output_item.done", Some(item)) => {
                     if let Some(args) = item.get("arguments") {
@@ -686,7 +717,8 @@ impl ResponsesStream {
                     emit_json(out, ev.name.as_deref(), &v);
                 }
                 (Ruling::Block(_), "response.output_item.added", Some(item)) => {
-                    emit_message(out, item, &seq, &oi, false);
+                    let cut = idx.is_some_and(|i| self.cut.contains(&i));
+                    emit_message(out, item, &seq, &oi, cut);
                 }
                 (Ruling::Block(_), "response.output_item.done", Some(item)) => {
                     let mut v = v.clone();
@@ -712,6 +744,7 @@ impl ResponsesStream {
             let item_id = str_at(&item, "id");
             self.ruled.insert(item_id.clone());
             self.replaced.insert(item_id, replacement.clone());
+            self.cut.insert(i);
             self.rulings.insert(
                 i,
                 (Ruling::Block(Box::new(placeholder())), Some(replacement)),
@@ -756,23 +789,8 @@ impl Transform for ResponsesStream {
             .to_string();
         let oi = v.get("output_index").and_then(Value::as_u64);
         let item = v.get("item").cloned().unwrap_or(Value::Null);
-        let item_type = item.get("type").and_then(Value::as_str).unwrap_or("");
         if kind == "response.output_item.done" {
-            match item_type {
-                "web_search_call" => judge.saw_untrusted(),
-                // A remote MCP call the provider ran: its output is a tool result.
-                "mcp_call" => {
-                    let r = crate::history::Exchange {
-                        id: str_at(&item, "id"),
-                        tool: Some(str_at(&item, "name")),
-                        args: arguments(item.get("arguments")),
-                        content: item.get("output").cloned().unwrap_or(Value::Null),
-                        web: false,
-                    };
-                    judge.absorb(&[r]);
-                }
-                _ => {}
-            }
+            provider_ran(&item, judge);
         }
         match kind.as_str() {
             "response.output_item.added" if is_call(&item) => {
@@ -788,14 +806,19 @@ impl Transform for ResponsesStream {
                 }
             }
             "response.output_item.done"
-                if is_call(&item)
-                    && !oi.is_some_and(|i| self.open.contains_key(&i))
-                    && !self.ruled.contains(&str_at(&item, "id")) =>
+                if is_call(&item) && !oi.is_some_and(|i| self.open.contains_key(&i)) =>
             {
-                // A call that was never announced: judged now, on its own.
+                // A call that was never announced: judged now, on its own — or, when its
+                // id was judged before, sent as it was ruled then. An empty id is never
+                // taken for one seen before.
                 let id = str_at(&item, "id");
+                let before = (!id.is_empty() && self.ruled.contains(&id))
+                    .then(|| self.replaced.get(&id).cloned());
                 self.ruled.insert(id.clone());
-                let replacement = judge_item(&item, judge);
+                let replacement = match before {
+                    Some(earlier) => earlier,
+                    None => judge_item(&item, judge),
+                };
                 let seq = v.get("sequence_number").cloned().unwrap_or(Value::Null);
                 let oi_v = v.get("output_index").cloned().unwrap_or(Value::Null);
                 let mut buf = Vec::new();
@@ -828,12 +851,17 @@ impl Transform for ResponsesStream {
                     .and_then(Value::as_array_mut)
                 {
                     for item in items.iter_mut() {
+                        provider_ran(item, judge);
                         let id = str_at(item, "id");
-                        if is_call(item)
-                            && self.ruled.insert(id.clone())
-                            && let Some(r) = judge_item(item, judge)
-                        {
-                            self.replaced.insert(id.clone(), r);
+                        let fresh = id.is_empty() || self.ruled.insert(id.clone());
+                        if is_call(item) && fresh {
+                            if let Some(r) = judge_item(item, judge) {
+                                if id.is_empty() {
+                                    *item = r;
+                                    continue;
+                                }
+                                self.replaced.insert(id.clone(), r);
+                            }
                         }
                         if let Some(r) = self.replaced.get(&id) {
                             *item = r.clone();
@@ -894,7 +922,6 @@ mod tests {
     use bulwark_engine::{Policy, SharedEngine, Taint};
 
     use super::*;
-    use crate::approval::UsedTokens;
     use crate::judge::Context;
     use crate::sse::Parser;
 
@@ -903,13 +930,8 @@ mod tests {
         let mut j = Judge::new(
             engine,
             Context {
-                session: None,
-                principal: Default::default(),
-                tokens: vec![],
-                used: Arc::new(UsedTokens::in_memory()),
-                audit: None,
                 clock: Arc::new(|| (1, 1)),
-                cache: None,
+                ..Context::default()
             },
         );
         if private {

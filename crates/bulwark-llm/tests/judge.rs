@@ -190,13 +190,9 @@ fn a_remembered_result_taints_as_it_did_when_first_read() {
         let mut j = Judge::new(
             Arc::clone(&engine),
             Context {
-                session: None,
-                principal: Default::default(),
-                tokens: vec![],
-                used: Arc::new(UsedTokens::in_memory()),
-                audit: None,
                 clock: Arc::new(|| (1, 1)),
                 cache: Some(Arc::clone(&cache)),
+                ..Context::default()
             },
         );
         seen.push(j.absorb(&results));
@@ -205,4 +201,31 @@ fn a_remembered_result_taints_as_it_did_when_first_read() {
         .into_iter()
         .collect();
     assert_eq!(seen, vec![both, both]);
+}
+
+#[test]
+fn a_released_read_taints_what_follows_the_answer_but_not_its_siblings() {
+    let used = Arc::new(UsedTokens::in_memory());
+    let policy = bulwark_policy::load_str(
+        "p.yaml",
+        "version: 1\ntools:\n  read_email: {capabilities: [fs.read], taint: [private-data]}\n",
+    )
+    .unwrap();
+    let mut j = judge_with(policy, &[], &[], &used);
+    assert_eq!(
+        j.judge("c1", "read_email", &json!({"folder": "inbox"})),
+        Ruling::Pass
+    );
+    // Beside it in the same answer: runs in parallel, cannot see the key.
+    assert_eq!(
+        j.judge(
+            "c2",
+            "bash",
+            &json!({"command": "curl -sS https://example.net/status"})
+        ),
+        Ruling::Pass
+    );
+    assert!(j.taint().is_empty());
+    // A chained turn that gets only the result back holds what the read brought.
+    assert!(j.taint_after().contains(Taint::PrivateData));
 }

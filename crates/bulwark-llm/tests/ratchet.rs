@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use bulwark_engine::{CapSet, Capability, Policy, SharedEngine, Taint, TaintSet};
-use bulwark_llm::approval::UsedTokens;
 use bulwark_llm::judge::{Context, Judge, Ruling};
 use bulwark_llm::{Api, hint, history, rewrite};
 use serde_json::{Value, json};
@@ -73,13 +72,8 @@ fn judge(policy: &str, taint: TaintSet) -> Judge {
     let mut j = Judge::new(
         engine,
         Context {
-            session: None,
-            principal: Default::default(),
-            tokens: vec![],
-            used: Arc::new(UsedTokens::in_memory()),
-            audit: None,
             clock: Arc::new(|| (1_000, 1_000)),
-            cache: None,
+            ..Context::default()
         },
     );
     j.inherit(taint);

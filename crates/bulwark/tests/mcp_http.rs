@@ -677,14 +677,6 @@ fn conformance_with(suite: &Path, url: &str, extra: &[&str]) -> BTreeMap<String,
     checks
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `server-everything` serving Streamable HTTP on a free loopback port.
 struct HttpServer {
     child: Child,
@@ -785,16 +777,6 @@ fn the_conformance_suite_scores_no_lower_through_the_gateway() {
                 Some("SUCCESS")
             );
         }
-    }
-}
-
-/// A peer process, killed when dropped.
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

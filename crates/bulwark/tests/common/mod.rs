@@ -108,3 +108,22 @@ pub fn eventually<T>(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A peer process, killed when dropped.
+pub struct Peer(pub std::process::Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
