@@ -854,14 +854,15 @@ impl Transform for ResponsesStream {
                         provider_ran(item, judge);
                         let id = str_at(item, "id");
                         let fresh = id.is_empty() || self.ruled.insert(id.clone());
-                        if is_call(item) && fresh {
-                            if let Some(r) = judge_item(item, judge) {
-                                if id.is_empty() {
-                                    *item = r;
-                                    continue;
-                                }
-                                self.replaced.insert(id.clone(), r);
+                        if is_call(item)
+                            && fresh
+                            && let Some(r) = judge_item(item, judge)
+                        {
+                            if id.is_empty() {
+                                *item = r;
+                                continue;
                             }
+                            self.replaced.insert(id.clone(), r);
                         }
                         if let Some(r) = self.replaced.get(&id) {
                             *item = r.clone();
