@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{BIN, Peer, eventually, free_port, python, root, scratch};
