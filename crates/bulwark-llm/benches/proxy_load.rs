@@ -132,7 +132,7 @@ fn breakdown() {
             Arc::clone(&engine),
             bulwark_llm::judge::Context {
                 cache: Some(Arc::clone(&cache)),
-                ..Context::default()
+                ..bulwark_llm::judge::Context::default()
             },
         )
     };
@@ -257,7 +257,7 @@ fn main() {
         let mut j = bulwark_llm::judge::Judge::new(
             Arc::clone(&engine),
             bulwark_llm::judge::Context {
-                ..Context::default()
+                ..bulwark_llm::judge::Context::default()
             },
         );
         let t = Instant::now();
