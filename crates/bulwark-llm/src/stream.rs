@@ -78,6 +78,42 @@ pub fn error_event(api: Api, message: &str) -> Event {
     }
 }
 
+/// Events held back while a call is being completed, each with what the transform needs
+/// to know about it; at most [`MAX_HELD`] bytes.
+struct Held<T> {
+    events: Vec<(Event, T)>,
+    bytes: usize,
+}
+
+impl<T> Default for Held<T> {
+    fn default() -> Self {
+        Held {
+            events: Vec::new(),
+            bytes: 0,
+        }
+    }
+}
+
+impl<T> Held<T> {
+    fn push(&mut self, ev: Event, tag: T) -> Result<(), StreamError> {
+        self.bytes += ev.raw.len();
+        if self.bytes > MAX_HELD {
+            return Err(StreamError::TooMuchHeld);
+        }
+        self.events.push((ev, tag));
+        Ok(())
+    }
+
+    fn take(&mut self) -> Vec<(Event, T)> {
+        self.bytes = 0;
+        std::mem::take(&mut self.events)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+}
+
 fn emit_json(out: &mut Vec<u8>, name: Option<&str>, v: &Value) {
     out.extend_from_slice(&Event::new(name, &v.to_string()).raw);
 }
@@ -127,8 +163,7 @@ fn accumulate(acc: &mut Acc, call: &Value, function: &Value) {
 #[derive(Default)]
 struct ChatStream {
     /// Events held back, raw and parsed (`None`: not JSON).
-    held: Vec<(Event, Option<Value>)>,
-    held_bytes: usize,
+    held: Held<Option<Value>>,
     /// Calls by (choice, index).
     calls: BTreeMap<(u64, u64), Acc>,
     /// Choices with calls still open.
@@ -166,8 +201,7 @@ impl ChatStream {
     }
 
     fn flush(&mut self, judge: &mut Judge, out: &mut Vec<u8>) {
-        let held = std::mem::take(&mut self.held);
-        self.held_bytes = 0;
+        let held = self.held.take();
         let rulings = std::mem::take(&mut self.rulings);
         if rulings.values().all(|r| *r == Ruling::Pass) {
             for (ev, _) in held {
@@ -363,11 +397,7 @@ impl Transform for ChatStream {
             out.extend_from_slice(&ev.raw);
             return Ok(());
         }
-        self.held_bytes += ev.raw.len();
-        if self.held_bytes > MAX_HELD {
-            return Err(StreamError::TooMuchHeld);
-        }
-        self.held.push((ev, parsed));
+        self.held.push(ev, parsed)?;
         for c in finished {
             self.judge_choice(c, judge, true);
         }
@@ -403,8 +433,7 @@ struct Block {
     name: String,
     start_input: Value,
     json: String,
-    held: Vec<Event>,
-    held_bytes: usize,
+    held: Held<()>,
 }
 
 impl MessagesStream {
@@ -423,7 +452,7 @@ impl MessagesStream {
         match ruling {
             Ruling::Pass => {
                 self.kept += 1;
-                for e in b.held {
+                for (e, ()) in b.held.events {
                     out.extend_from_slice(&e.raw);
                 }
                 if let Some(s) = stop {
@@ -432,7 +461,7 @@ impl MessagesStream {
             }
             Ruling::Rewrite(a) => {
                 self.kept += 1;
-                if let Some(first) = b.held.first() {
+                if let Some((first, ())) = b.held.events.first() {
                     out.extend_from_slice(&first.raw);
                 }
                 emit_json(
@@ -481,7 +510,7 @@ impl Transform for MessagesStream {
     ) -> Result<(), StreamError> {
         let Some(v) = data_json(&ev)? else {
             match &mut self.cur {
-                Some(b) => b.held.push(ev),
+                Some(b) => b.held.push(ev, ())?,
                 None => out.extend_from_slice(&ev.raw),
             }
             return Ok(());
@@ -504,14 +533,15 @@ impl Transform for MessagesStream {
             && v.pointer("/content_block/type").and_then(Value::as_str) == Some("tool_use")
         {
             let cb = &v["content_block"];
+            let mut held = Held::default();
+            held.push(ev, ())?;
             let b = Block {
                 index: index.unwrap_or(0),
                 id: str_at(cb, "id"),
                 name: str_at(cb, "name"),
                 start_input: cb.get("input").cloned().unwrap_or(json!({})),
                 json: String::new(),
-                held_bytes: ev.raw.len(),
-                held: vec![ev],
+                held,
             };
             if let Some(prev) = self.cur.replace(b) {
                 self.close(prev, None, judge, out);
@@ -531,11 +561,7 @@ impl Transform for MessagesStream {
             {
                 b.json.push_str(p);
             }
-            b.held_bytes += ev.raw.len();
-            if b.held_bytes > MAX_HELD {
-                return Err(StreamError::TooMuchHeld);
-            }
-            b.held.push(ev);
+            b.held.push(ev, ())?;
             return Ok(());
         }
         if kind == "message_delta" && judge.changed() {
@@ -569,8 +595,7 @@ struct ResponsesStream {
     /// arguments so far.
     open: BTreeMap<u64, (Value, String)>,
     /// Events held back while any call is open, with the output index they belong to.
-    held: Vec<(Event, Option<u64>)>,
-    held_bytes: usize,
+    held: Held<Option<u64>>,
     /// Rulings by output index, for the held events.
     rulings: HashMap<u64, (Ruling, Option<Value>)>,
     /// Call items judged, by item id.
@@ -679,9 +704,7 @@ fn ruling_for(replacement: &Option<Value>) -> Ruling {
 
 impl ResponsesStream {
     fn flush(&mut self, out: &mut Vec<u8>) {
-        let held = std::mem::take(&mut self.held);
-        self.held_bytes = 0;
-        for (ev, idx) in held {
+        for (ev, idx) in self.held.take() {
             let ruling = idx.and_then(|i| self.rulings.get(&i));
             let Some((ruling, replacement)) = ruling else {
                 out.extend_from_slice(&ev.raw);
@@ -763,12 +786,7 @@ impl ResponsesStream {
             out.extend_from_slice(&ev.raw);
             return Ok(());
         }
-        self.held_bytes += ev.raw.len();
-        if self.held_bytes > MAX_HELD {
-            return Err(StreamError::TooMuchHeld);
-        }
-        self.held.push((ev, belongs));
-        Ok(())
+        self.held.push(ev, belongs)
     }
 }
 
