@@ -445,14 +445,28 @@ impl Judge {
     /// Withholds a call the answer broke off before finishing (the stream ended, or the
     /// message ended with the call still open): what it would have done is unknown.
     pub fn cut_off(&mut self, id: &str, name: &str) -> Ruling {
+        self.withhold(
+            id,
+            name,
+            "The answer ended before this tool call was complete, so it was not released.",
+        )
+    }
+
+    /// Withholds a call the answer described in two ways (announced as one thing, finished
+    /// as another): a client could run either.
+    pub fn inconsistent(&mut self, id: &str, name: &str) -> Ruling {
+        self.withhold(
+            id,
+            name,
+            "The answer described this tool call differently as it went, so it was not released.",
+        )
+    }
+
+    fn withhold(&mut self, id: &str, name: &str, reason: &str) -> Ruling {
         if self.judged.len() < MAX_JUDGED {
             self.judged.push((id.to_string(), name.to_string()));
         }
-        let d = invalid(
-            &self.engine,
-            name,
-            "The answer ended before this tool call was complete, so it was not released.",
-        );
+        let d = invalid(&self.engine, name, reason);
         let call = Call {
             principal: self.principal.clone(),
             direction: Direction::Proposal,

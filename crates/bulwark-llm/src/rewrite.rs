@@ -172,9 +172,14 @@ pub(crate) fn judge_item(item: &Value, judge: &mut Judge) -> Option<Value> {
         // would do is in the item's action or operation.
         k if crate::stream::is_call(item) => {
             let mut args = serde_json::Map::new();
+            // Arguments in the function-call form are read as such, so a command inside
+            // is analysed as a command.
+            if let Value::Object(parsed) = arguments(item.get("arguments")) {
+                args.extend(parsed);
+            }
             for key in ["action", "operation", "input", "arguments"] {
                 if let Some(v) = item.get(key) {
-                    args.insert(key.to_string(), v.clone());
+                    args.entry(key.to_string()).or_insert_with(|| v.clone());
                 }
             }
             (k.trim_end_matches("_call").to_string(), Value::Object(args))

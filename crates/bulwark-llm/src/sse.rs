@@ -36,6 +36,29 @@ impl Event {
     }
 }
 
+impl Event {
+    /// Only the event's comment lines, with the blank line that ends an event; empty when
+    /// it has none.
+    pub fn comments(&self) -> Vec<u8> {
+        let text = String::from_utf8_lossy(&self.raw);
+        let kept: Vec<&str> = text.split('\n').filter(|l| l.starts_with(':')).collect();
+        if kept.is_empty() {
+            return Vec::new();
+        }
+        format!("{}\n\n", kept.join("\n")).into_bytes()
+    }
+
+    /// Whether every line is a comment or a field SSE defines (`event`, `data`, `id`,
+    /// `retry`): what a client would read from the event is all in those.
+    pub fn known_fields_only(&self) -> bool {
+        String::from_utf8_lossy(&self.raw).split('\n').all(|line| {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let field = line.split_once(':').map_or(line, |(f, _)| f);
+            line.is_empty() || matches!(field, "" | "event" | "data" | "id" | "retry")
+        })
+    }
+}
+
 /// An event bigger than the limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("an event in the upstream stream exceeds {0} bytes")]
