@@ -300,7 +300,9 @@ impl Judge {
                     session: self.session.clone(),
                     ..call
                 };
-                self.record(&call, &d);
+                // The result is in the model's context already: a log that cannot take
+                // this changes nothing about it.
+                let _ = self.record(&call, &d);
             }
         }
         self.inherit(added);
@@ -422,7 +424,17 @@ impl Judge {
                 None => d,
             }
         };
-        self.record(&call, &d);
+        // As at the MCP gateway: a call nobody could account for afterwards is not
+        // released.
+        let d = if !self.record(&call, &d) && d.is_allowed() {
+            invalid(
+                &self.engine,
+                name,
+                "The audit log cannot be written; nothing is let through unrecorded.",
+            )
+        } else {
+            d
+        };
         match d.decision {
             Verdict::Allow | Verdict::Warn => Ruling::Pass,
             Verdict::Mask => match &d.masked {
@@ -472,7 +484,8 @@ impl Judge {
             direction: Direction::Proposal,
             ..Call::request(&self.session, name, Value::Null)
         };
-        self.record(&call, &d);
+        // A withheld call stays withheld whether or not the log took it.
+        let _ = self.record(&call, &d);
         self.block(id, name, d)
     }
 
@@ -528,13 +541,11 @@ impl Judge {
         Some(args)
     }
 
-    fn record(&self, call: &Call, d: &Decision) {
-        if let Some(a) = &self.audit {
-            // The proxy cannot hold a response back on a failing log any better than it
-            // can block: a failure is reported, and blocks are already on the safe side.
-            if let Err(e) = a.record(&Entry::for_call("proxy", call, d)) {
-                eprintln!("bulwark proxy: the audit log cannot be written: {e}");
-            }
+    /// Records a decision; `false` when the log could not take it.
+    fn record(&self, call: &Call, d: &Decision) -> bool {
+        match &self.audit {
+            Some(a) => a.record(&Entry::for_call("proxy", call, d)).is_ok(),
+            None => true,
         }
     }
 

@@ -229,3 +229,33 @@ fn a_released_read_taints_what_follows_the_answer_but_not_its_siblings() {
     // A chained turn that gets only the result back holds what the read brought.
     assert!(j.taint_after().contains(Taint::PrivateData));
 }
+
+#[test]
+fn a_call_the_audit_log_cannot_take_is_not_released() {
+    let dir = std::env::temp_dir().join(format!("bwk-llm-audit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = bulwark_audit::AuditKeys::from_bytes([1; 32], [2; 32]);
+    let log =
+        bulwark_audit::AuditLog::open(&dir.join("audit.jsonl"), keys, "proxy", Default::default())
+            .unwrap();
+    let log = Arc::new(log);
+    let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
+    let judge = || {
+        Judge::new(
+            Arc::clone(&engine),
+            Context {
+                audit: Some(Arc::clone(&log)),
+                ..Context::default()
+            },
+        )
+    };
+    let ls = json!({"command": "ls -la"});
+    assert_eq!(judge().judge("c1", "bash", &ls), Ruling::Pass);
+    log.close().unwrap();
+    match judge().judge("c2", "bash", &ls) {
+        Ruling::Block(b) => assert!(b.decision.reason.contains("audit"), "{b:?}"),
+        other => panic!("released unrecorded: {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
