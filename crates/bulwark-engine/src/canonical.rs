@@ -140,7 +140,10 @@ impl Hasher for Fnv {
     }
 }
 
-fn hash_value(v: &Value, h: &mut impl Hasher) {
+/// Feeds `v` to any hasher so that values equal as canonical JSON hash alike (kinds are
+/// tagged, object keys taken in order). [`fingerprint`] uses it with a fast unkeyed hash;
+/// a caller facing adversaries gives it a keyed one.
+pub fn hash_value(v: &Value, h: &mut impl Hasher) {
     match v {
         Value::Null => 0u8.hash(h),
         Value::Bool(b) => (1u8, *b).hash(h),

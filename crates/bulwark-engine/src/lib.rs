@@ -105,6 +105,7 @@ impl Engine {
             state,
             now,
             &mut Quiet,
+            false,
         )
     }
 
@@ -124,7 +125,7 @@ impl Engine {
     /// assert!(d.taint.contains(Taint::PrivateData));
     /// ```
     pub fn absorb(&self, call: &Call, state: &mut State, now: Now) -> Decision {
-        pipeline::run_as(
+        pipeline::run(
             &self.policy,
             self.scanner.as_ref(),
             call,
@@ -150,6 +151,7 @@ impl Engine {
             state,
             now,
             observer,
+            false,
         )
     }
 }

@@ -201,21 +201,10 @@ impl Observer for Quiet {
     }
 }
 
-pub(crate) fn run(
-    policy: &Policy,
-    scanner: &dyn ContentScanner,
-    call: &Call,
-    state: &mut State,
-    now: Now,
-    observer: &mut dyn Observer,
-) -> Decision {
-    run_as(policy, scanner, call, state, now, observer, false)
-}
-
 /// Runs the pipeline; with `delivered`, the call's content has already reached the agent
 /// (a tool result in an LLM request's history), so its taint is committed whatever the
 /// verdict: blocking it now cannot take it back.
-pub(crate) fn run_as(
+pub(crate) fn run(
     policy: &Policy,
     scanner: &dyn ContentScanner,
     call: &Call,

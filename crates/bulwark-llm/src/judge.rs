@@ -135,8 +135,8 @@ impl ResultCache {
         version.hash(&mut h);
         // Exactly as given: the engine's own case folding decides what the name means.
         r.tool.hash(&mut h);
-        hash_value(&r.args, &mut h);
-        hash_value(&r.content, &mut h);
+        bulwark_engine::canonical::hash_value(&r.args, &mut h);
+        bulwark_engine::canonical::hash_value(&r.content, &mut h);
         r.web.hash(&mut h);
         h.finish()
     }
@@ -156,30 +156,6 @@ impl ResultCache {
 
     fn put(&self, key: u64, taint: TaintSet) {
         self.lock().insert(key, taint);
-    }
-}
-
-/// Hashes a JSON value by structure (kinds are tagged, so `"1"` and `1` differ).
-fn hash_value(v: &Value, h: &mut impl std::hash::Hasher) {
-    use std::hash::Hash;
-    match v {
-        Value::Null => 0u8.hash(h),
-        Value::Bool(b) => (1u8, b).hash(h),
-        Value::Number(n) => (2u8, n.to_string()).hash(h),
-        Value::String(s) => (3u8, s).hash(h),
-        Value::Array(a) => {
-            (4u8, a.len()).hash(h);
-            for x in a {
-                hash_value(x, h);
-            }
-        }
-        Value::Object(o) => {
-            (5u8, o.len()).hash(h);
-            for (k, x) in o {
-                k.hash(h);
-                hash_value(x, h);
-            }
-        }
     }
 }
 
@@ -368,20 +344,24 @@ impl Judge {
         } else {
             // Only a token for this exact call matters; it is claimed before the engine
             // sees the grant, and given back if the call does not go through.
-            let policy_version = self.engine.policy().version.clone();
-            let digest = call_digest(
-                name,
-                args,
-                &self.session,
-                self.principal.id.as_deref(),
-                &policy_version,
-            );
-            let claimed = self
-                .tokens
-                .iter()
-                .find(|(_, a)| a.digest == digest)
-                .cloned()
-                .filter(|(t, a)| self.used.claim(t, a.expires_s, unix));
+            // The digest costs a canonical encoding and a SHA-256: only worked out when a
+            // token came with the request.
+            let claimed = if self.tokens.is_empty() {
+                None
+            } else {
+                let digest = call_digest(
+                    name,
+                    args,
+                    &self.session,
+                    self.principal.id.as_deref(),
+                    &self.engine.policy().version,
+                );
+                self.tokens
+                    .iter()
+                    .find(|(_, a)| a.digest == digest)
+                    .cloned()
+                    .filter(|(t, a)| self.used.claim(t, a.expires_s, unix))
+            };
             let (d, consumed, brought) = self.with_state(|engine, state| {
                 if let Some((_, a)) = &claimed {
                     let left_ms = a.expires_s.saturating_sub(unix).saturating_mul(1000);

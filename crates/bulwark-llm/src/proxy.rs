@@ -399,15 +399,9 @@ impl Proxy {
             bytes
         } else {
             hint::inject(api, &mut body, &self.engine.engine().policy().llm.hint);
-            match serde_json::to_vec(&body) {
-                Ok(v) => Bytes::from(v),
-                Err(e) => {
-                    return api_error(
-                        api,
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        &format!("cannot re-encode the request: {e}"),
-                    );
-                }
+            match encode(api, &body, "the request") {
+                Ok(b) => b,
+                Err(r) => return *r,
             }
         };
         let url = self.upstream_url(&parts.uri);
@@ -517,15 +511,9 @@ impl Proxy {
             }
         }
         let out = if changed {
-            match serde_json::to_vec(&body) {
-                Ok(v) => Bytes::from(v),
-                Err(e) => {
-                    return api_error(
-                        api,
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        &format!("cannot encode the answer: {e}"),
-                    );
-                }
+            match encode(api, &body, "the answer") {
+                Ok(b) => b,
+                Err(r) => return *r,
             }
         } else {
             bytes
@@ -786,6 +774,17 @@ fn relay(resp: reqwest::Response) -> Response {
     *r.status_mut() = status;
     copy_headers(&headers, r.headers_mut());
     r
+}
+
+/// `body` as JSON bytes, or the 500 that says `what` could not be encoded.
+fn encode(api: Api, body: &Value, what: &str) -> Result<Bytes, Box<Response>> {
+    serde_json::to_vec(body).map(Bytes::from).map_err(|e| {
+        Box::new(api_error(
+            api,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("cannot encode {what}: {e}"),
+        ))
+    })
 }
 
 fn api_error(api: Api, status: StatusCode, message: &str) -> Response {
