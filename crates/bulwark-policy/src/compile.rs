@@ -224,6 +224,25 @@ pub(crate) fn compile(
             }
             u.value.clone()
         }),
+        timeouts: raw
+            .approvals
+            .timeouts
+            .iter()
+            .filter_map(|t| {
+                if t.secs.value == 0 || t.secs.value > 7 * 86_400 {
+                    issues.at(
+                        t.secs.referenced,
+                        "approval timeout must be between 1 second and 7 days",
+                    );
+                    return None;
+                }
+                let tool = match &t.tool {
+                    Some(g) => Some(glob(g, &mut issues)?),
+                    None => None,
+                };
+                Some((tool, t.severity, t.secs.value.saturating_mul(1000)))
+            })
+            .collect(),
     };
     let pinning = PinningPolicy {
         enabled: raw.pinning.enabled.unwrap_or(true),

@@ -647,6 +647,21 @@ pub struct ApprovalPolicy {
     pub channels: Vec<ApprovalChannel>,
     /// Webhook.
     pub webhook_url: Option<String>,
+    /// Per tool / severity timeouts in milliseconds, first match wins.
+    pub timeouts: Vec<(Option<Glob>, Option<Severity>, u64)>,
+}
+
+impl ApprovalPolicy {
+    /// How long a request for `tool` decided with `severity` waits for a human, in
+    /// milliseconds.
+    pub fn timeout_for(&self, tool: &str, severity: Option<Severity>) -> u64 {
+        self.timeouts
+            .iter()
+            .find(|(g, s, _)| {
+                g.as_ref().is_none_or(|g| g.matches(tool)) && s.is_none_or(|s| Some(s) == severity)
+            })
+            .map_or(self.timeout_ms, |(_, _, ms)| *ms)
+    }
 }
 
 /// Pinning.

@@ -590,6 +590,22 @@ pub struct Approvals {
     pub channels: Vec<ApprovalChannel>,
     /// Webhook to POST approval requests to.
     pub webhook_url: Option<Spanned<String>>,
+    /// Timeouts for some tools or severities; the first that matches wins, else
+    /// `timeout_secs`.
+    #[serde(default)]
+    pub timeouts: Vec<ApprovalTimeout>,
+}
+
+/// One approval timeout: for calls to tools matching `tool` and/or decided with `severity`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalTimeout {
+    /// Tool-name glob (any tool when absent).
+    pub tool: Option<Spanned<String>>,
+    /// The decision's severity (any when absent).
+    pub severity: Option<Severity>,
+    /// Seconds the request waits before it reads as denied.
+    pub secs: Spanned<u64>,
 }
 
 /// Approval channels.
