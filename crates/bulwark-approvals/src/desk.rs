@@ -139,13 +139,22 @@ impl Desk {
     /// Asks about the call `ask` describes: the answer of the newest request for the same
     /// digest that has not been told yet, or a new pending request.
     pub fn ask(&self, ask: &Ask, now_s: u64) -> Outcome {
+        self.ask_inner(ask, now_s, true)
+    }
+
+    fn ask_inner(&self, ask: &Ask, now_s: u64, settle: bool) -> Outcome {
         let max = self.store.max_pending();
         let result = self.store.change(now_s, |rs| {
-            let found = rs
-                .iter_mut()
-                .rev()
-                .find(|r| r.digest == ask.digest && !r.reported && r.status != Status::Used);
+            let found = rs.iter_mut().rev().find(|r| {
+                r.digest == ask.digest
+                    && !r.reported
+                    && r.status != Status::Used
+                    && (settle || matches!(r.status, Status::Pending | Status::Approved))
+            });
             if let Some(r) = found {
+                if !settle {
+                    return Ok(Outcome::Pending(r.public()));
+                }
                 return self.settle(r, now_s);
             }
             let pending = rs.iter().filter(|r| r.status == Status::Pending).count();
@@ -180,6 +189,21 @@ impl Desk {
             Ok(Outcome::Pending(r))
         });
         self.finish(result)
+    }
+
+    /// The request a person would answer for this call — the newest one still pending or
+    /// approved, or a new pending one — without settling it: for a front whose approvals
+    /// travel as tokens (the LLM proxy), where the token, not this lookup, lets the call
+    /// through.
+    pub fn file(&self, ask: &Ask, now_s: u64) -> Result<Request, StoreError> {
+        match self.ask_inner(ask, now_s, false) {
+            Outcome::Pending(r) | Outcome::Granted(r) => Ok(r),
+            Outcome::Unavailable(why) => Err(StoreError::Io(
+                self.store.path().to_path_buf(),
+                std::io::Error::other(why),
+            )),
+            Outcome::Denied(r) | Outcome::TimedOut(r) => Ok(r),
+        }
     }
 
     fn finish(&self, result: Result<(Outcome, Vec<Request>), StoreError>) -> Outcome {

@@ -152,6 +152,7 @@ impl Inbox {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

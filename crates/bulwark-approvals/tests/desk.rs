@@ -1,4 +1,5 @@
 //! The approval mechanism end to end, below the fronts: asking, each channel's answer,
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 //! single use, binding to the exact call, timeouts, restarts, limits, and the audit trail.
 
 use std::path::PathBuf;

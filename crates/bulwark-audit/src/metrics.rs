@@ -62,6 +62,27 @@ struct Families {
     rules: BTreeMap<(String, String), u64>,
     eval: BTreeMap<String, Histogram>,
     stages: BTreeMap<&'static str, Histogram>,
+    /// The newest decisions, for the console's live feed.
+    recent: std::collections::VecDeque<(u64, serde_json::Value)>,
+    seq: u64,
+    /// Decisions per minute (Unix minute → counts by verdict), the newest [`MINUTES`].
+    minutes: std::collections::VecDeque<(u64, [u64; 5])>,
+}
+
+/// Decisions kept for the live feed.
+pub const RECENT: usize = 500;
+/// Minutes of per-minute counts kept for the console's chart.
+pub const MINUTES: usize = 60;
+
+fn verdict_index(v: bulwark_engine::Verdict) -> usize {
+    use bulwark_engine::Verdict;
+    match v {
+        Verdict::Allow => 0,
+        Verdict::Warn => 1,
+        Verdict::Mask => 2,
+        Verdict::Approve => 3,
+        Verdict::Block => 4,
+    }
 }
 
 /// The registry a process shares between its fronts.
@@ -120,6 +141,72 @@ impl Metrics {
             .entry(front.to_string())
             .or_default()
             .observe(d.eval_us as f64 / 1e6);
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        // What the feed shows is what the audit log keeps: no arguments, no payloads.
+        f.seq += 1;
+        let seq = f.seq;
+        let item = serde_json::json!({
+            "seq": seq,
+            "ts_ms": now_ms,
+            "front": front,
+            "tool": d.tool,
+            "decision": d.decision.as_str(),
+            "reason_code": d.reason_code.map(|c| c.as_str()),
+            "rule_id": d.rule_id,
+            "reason": d.reason.chars().take(300).collect::<String>(),
+            "approved": d.approved,
+        });
+        if f.recent.len() >= RECENT {
+            f.recent.pop_front();
+        }
+        f.recent.push_back((seq, item));
+        let minute = now_ms / 60_000;
+        match f.minutes.back_mut() {
+            Some((m, counts)) if *m == minute => counts[verdict_index(d.decision)] += 1,
+            _ => {
+                if f.minutes.len() >= MINUTES {
+                    f.minutes.pop_front();
+                }
+                let mut counts = [0; 5];
+                counts[verdict_index(d.decision)] = 1;
+                f.minutes.push_back((minute, counts));
+            }
+        }
+    }
+
+    /// The decisions after `after` (a `seq`), oldest first, at most [`RECENT`].
+    pub fn feed(&self, after: u64) -> Vec<serde_json::Value> {
+        self.lock()
+            .recent
+            .iter()
+            .filter(|(s, _)| *s > after)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Counts for the console: per minute by verdict (the last [`MINUTES`]), and totals
+    /// by rule and by decision.
+    pub fn summary(&self) -> serde_json::Value {
+        let f = self.lock();
+        let minutes: Vec<serde_json::Value> = f
+            .minutes
+            .iter()
+            .map(|(m, c)| {
+                serde_json::json!({"minute": m, "allow": c[0], "warn": c[1], "mask": c[2], "approve": c[3], "block": c[4]})
+            })
+            .collect();
+        let mut rules: BTreeMap<&str, u64> = BTreeMap::new();
+        for ((_, rule), n) in &f.rules {
+            *rules.entry(rule.as_str()).or_default() += n;
+        }
+        let mut decisions: BTreeMap<&str, u64> = BTreeMap::new();
+        for ((_, d, _), n) in &f.decisions {
+            *decisions.entry(d.as_str()).or_default() += n;
+        }
+        serde_json::json!({"minutes": minutes, "rules": rules, "decisions": decisions})
     }
 
     /// Whether this call's stages should be timed (one in [`STAGE_SAMPLE`]).

@@ -121,6 +121,12 @@ impl Evaluator {
         self.shared.replace_policy(policy);
     }
 
+    /// Lets the call with `digest` through once within `ttl_ms` (a person approved it).
+    pub fn grant(&self, digest: String, ttl_ms: u64) {
+        let until = self.now_ms().saturating_add(ttl_ms);
+        self.shared.state().grant(digest, until);
+    }
+
     /// How many sessions are held.
     pub fn sessions(&self) -> usize {
         self.shared.sessions()
@@ -192,6 +198,7 @@ pub struct Service {
     source: PolicySource,
     audit: Option<Arc<AuditLog>>,
     metrics: Option<Arc<Metrics>>,
+    approvals: Option<Arc<bulwark_approvals::Desk>>,
     /// Counters.
     pub stats: Stats,
     started: Instant,
@@ -211,6 +218,7 @@ impl Service {
             source,
             audit,
             metrics: None,
+            approvals: None,
             stats: Stats::default(),
             started: Instant::now(),
         })
@@ -219,6 +227,13 @@ impl Service {
     /// Counts every decision in `metrics` too (served by the front's admin listener).
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Service {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Asks `desk` about calls that need a person: the first `evaluate` of such a call
+    /// answers `PENDING` with the request's id, later ones the person's answer.
+    pub fn with_approvals(mut self, desk: Option<Arc<bulwark_approvals::Desk>>) -> Service {
+        self.approvals = desk;
         self
     }
 
@@ -297,11 +312,113 @@ impl Service {
         let limits = &engine.policy().limits;
         let max = (limits.max_args_bytes, limits.max_result_bytes);
         let call = evaluate::call_from_params(params, max, peer.principal())?;
-        let d = self
+        let mut d = self
             .evaluator
             .evaluate_measured(&call, self.metrics.as_deref());
+        let mut approval = None;
+        if d.decision == Verdict::Approve
+            && let (Some(desk), Some(digest)) = (&self.approvals, d.call_digest.clone())
+        {
+            approval = Some(self.ask(desk, &call, &mut d, digest));
+        }
         self.record(&d, &call)?;
-        Ok(evaluate::reply(&d))
+        let mut reply = evaluate::reply(&d);
+        if let Some(a) = approval {
+            reply["approval"] = a;
+        }
+        Ok(reply)
+    }
+
+    /// Asks the desk about a call the engine says needs a person; `d` becomes the answer
+    /// (still `approve` while it waits). Returns what the reply says of the request.
+    fn ask(
+        &self,
+        desk: &bulwark_approvals::Desk,
+        call: &Call,
+        d: &mut Decision,
+        digest: String,
+    ) -> Value {
+        use bulwark_approvals::Outcome;
+        use bulwark_engine::ReasonCode;
+        let engine = self.evaluator.policy();
+        let timeout_ms = engine
+            .policy()
+            .approvals
+            .timeout_for(&call.tool.name, d.severity)
+            .max(1000);
+        let ask = bulwark_approvals::Ask {
+            digest,
+            front: "daemon".into(),
+            tool: call.tool.name.clone(),
+            server: call.tool.server.clone(),
+            session: call.session.clone(),
+            principal: call.principal.id.clone(),
+            policy_version: d.policy_version.clone(),
+            args: call.args.clone(),
+            reason: d.reason.clone(),
+            rule_id: d.rule_id.clone(),
+            severity: d.severity,
+            timeout_s: timeout_ms.div_ceil(1000),
+        };
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|t| t.as_secs())
+            .unwrap_or(0);
+        let refuse = |d: &mut Decision, code: Option<ReasonCode>, reason: String| {
+            d.decision = Verdict::Block;
+            if code.is_some() {
+                d.reason_code = code;
+            }
+            d.reason = reason;
+            d.safer_alternative = Some(
+                "Do not retry this call as it is; ask the user what they want instead.".into(),
+            );
+        };
+        match desk.ask(&ask, now_s) {
+            Outcome::Pending(r) => {
+                d.reason = format!(
+                    "{} Waiting for a person: approval request {} (bulwark approvals approve {}); evaluate the same call again for the answer.",
+                    d.reason, r.id, r.id
+                );
+                json!({"id": r.id, "status": "pending", "expires_s": r.expires_s})
+            }
+            Outcome::Granted(r) => {
+                self.evaluator.grant(r.digest.clone(), 60_000);
+                let mut again = self.evaluator.evaluate(call);
+                again.eval_us += d.eval_us;
+                *d = again;
+                json!({"id": r.id, "status": "used"})
+            }
+            Outcome::Denied(r) => {
+                let note = r
+                    .note
+                    .as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default();
+                refuse(
+                    d,
+                    Some(ReasonCode::ApprovalDenied),
+                    format!("A person denied this call (approval {}){note}.", r.id),
+                );
+                json!({"id": r.id, "status": "denied"})
+            }
+            Outcome::TimedOut(r) => {
+                refuse(
+                    d,
+                    Some(ReasonCode::ApprovalTimeout),
+                    format!(
+                        "Nobody approved this call in time (approval {}); a timeout is a no.",
+                        r.id
+                    ),
+                );
+                json!({"id": r.id, "status": "expired"})
+            }
+            Outcome::Unavailable(why) => {
+                let reason = format!("{} The approval cannot be asked for: {why}.", d.reason);
+                refuse(d, None, reason);
+                json!({"status": "unavailable", "reason": why})
+            }
+        }
     }
 
     fn check(&self, params: &Value, peer: &Peer) -> Result<Value, RpcError> {

@@ -179,6 +179,8 @@ fn main() {
                 approval_key: Some([1; 32]),
                 used: Arc::new(UsedTokens::in_memory()),
                 audit: None,
+                desk: None,
+                metrics: None,
                 allowed_hosts: None,
             },
         )

@@ -43,6 +43,8 @@ pub struct Blocked {
     pub decision: Decision,
     /// Whether a person may approve this exact call with a token.
     pub approvable: bool,
+    /// The approval request filed for it, when the proxy keeps approvals.
+    pub request: Option<String>,
 }
 
 /// Where the session lives: a scratch state for one request, or the proxy's shared state
@@ -65,6 +67,8 @@ pub struct Judge {
     clock: Arc<dyn Fn() -> (u64, u64) + Send + Sync>,
     cache: Option<Arc<ResultCache>>,
     header_approvals: bool,
+    desk: Option<Arc<bulwark_approvals::Desk>>,
+    metrics: Option<Arc<bulwark_audit::metrics::Metrics>>,
     blocked: Vec<Blocked>,
     rewritten: Vec<(String, String)>,
     approved: Vec<String>,
@@ -88,6 +92,11 @@ pub struct Context {
     pub clock: Arc<dyn Fn() -> (u64, u64) + Send + Sync>,
     /// The taint of results read before; `None` reads every result every time.
     pub cache: Option<Arc<ResultCache>>,
+    /// Where a withheld call that a person may approve is filed, so it shows in
+    /// `bulwark approvals list` and the console.
+    pub desk: Option<Arc<bulwark_approvals::Desk>>,
+    /// Counts every judged call.
+    pub metrics: Option<Arc<bulwark_audit::metrics::Metrics>>,
 }
 
 impl Default for Context {
@@ -102,6 +111,8 @@ impl Default for Context {
             audit: None,
             clock: Arc::new(|| (0, 0)),
             cache: None,
+            desk: None,
+            metrics: None,
         }
     }
 }
@@ -189,6 +200,8 @@ impl Judge {
             clock: cx.clock,
             cache: cx.cache,
             header_approvals,
+            desk: cx.desk,
+            metrics: cx.metrics,
             blocked: Vec::new(),
             rewritten: Vec::new(),
             approved: Vec::new(),
@@ -386,7 +399,16 @@ impl Judge {
             self.following = self.following.union(brought);
             match claimed {
                 Some((t, a)) if consumed => {
-                    if self.used.persist(&t, a.expires_s) {
+                    // Used once across every front: the store knows if the MCP gateway or
+                    // the daemon used this approval already.
+                    let unspent = self.desk.as_ref().is_none_or(|desk| desk.spend(&t, unix));
+                    if !unspent {
+                        invalid(
+                            &self.engine,
+                            name,
+                            "This approval was used already; a person must approve the call again.",
+                        )
+                    } else if self.used.persist(&t, a.expires_s) {
                         self.approved.push(id.to_string());
                         d
                     } else {
@@ -422,14 +444,14 @@ impl Judge {
                     self.rewritten.push((id.to_string(), "masked".into()));
                     Ruling::Rewrite(m.clone())
                 }
-                None => self.block(id, name, d),
+                None => self.block(id, name, d, &call.args),
             },
             Verdict::Approve | Verdict::Block => {
                 if let Some(args) = self.sandboxed(&call, &d) {
                     self.rewritten.push((id.to_string(), "sandboxed".into()));
                     return Ruling::Rewrite(args);
                 }
-                self.block(id, name, d)
+                self.block(id, name, d, &call.args)
             }
         }
     }
@@ -466,18 +488,44 @@ impl Judge {
         };
         // A withheld call stays withheld whether or not the log took it.
         let _ = self.record(&call, &d);
-        self.block(id, name, d)
+        self.block(id, name, d, &Value::Null)
     }
 
-    fn block(&mut self, id: &str, name: &str, d: Decision) -> Ruling {
+    fn block(&mut self, id: &str, name: &str, d: Decision, args: &Value) -> Ruling {
         let approvable = self.header_approvals
             && d.call_digest.is_some()
             && (d.decision == Verdict::Approve || d.reason_code == Some(ReasonCode::TaintRevoked));
+        let request = match (&self.desk, &d.call_digest) {
+            (Some(desk), Some(digest)) if approvable => {
+                let policy = self.engine.policy();
+                let ask = bulwark_approvals::Ask {
+                    digest: digest.clone(),
+                    front: "proxy".into(),
+                    tool: name.to_string(),
+                    server: None,
+                    session: self.session.clone(),
+                    principal: self.principal.id.clone(),
+                    policy_version: d.policy_version.clone(),
+                    args: args.clone(),
+                    reason: d.reason.clone(),
+                    rule_id: d.rule_id.clone(),
+                    severity: d.severity,
+                    timeout_s: policy
+                        .approvals
+                        .timeout_for(name, d.severity)
+                        .div_ceil(1000)
+                        .max(1),
+                };
+                desk.file(&ask, self.now().1).ok().map(|r| r.id)
+            }
+            _ => None,
+        };
         let b = Blocked {
             id: id.to_string(),
             tool: name.to_string(),
             decision: d,
             approvable,
+            request,
         };
         if self.blocked.len() < MAX_JUDGED {
             self.blocked.push(b.clone());
@@ -523,6 +571,9 @@ impl Judge {
 
     /// Records a decision; `false` when the log could not take it.
     fn record(&self, call: &Call, d: &Decision) -> bool {
+        if let Some(m) = &self.metrics {
+            m.observe("proxy", d);
+        }
         match &self.audit {
             Some(a) => a.record(&Entry::for_call("proxy", call, d)).is_ok(),
             None => true,
@@ -561,6 +612,7 @@ impl Judge {
                     "safer_alternative": d.safer_alternative,
                     "capabilities": d.capabilities,
                     "approval": b.approvable.then(|| json!({
+                        "request": b.request,
                         "digest": d.call_digest,
                         "header": APPROVE_HEADER,
                         "mint": format!("bulwark approvals token --digest {}", d.call_digest.as_deref().unwrap_or("")),
@@ -598,6 +650,10 @@ pub fn explain(b: &Blocked) -> String {
         s.push_str(&format!(" {alt}"));
     }
     match (&d.call_digest, b.approvable) {
+        (Some(_), true) if b.request.is_some() => s.push_str(&format!(
+            " Tell the user what you wanted to do and why; do not try to approve it yourself. A person who agrees approves request {id} (`bulwark approvals approve {id}`, or the console) and has the token it gives sent in the {APPROVE_HEADER} header; then propose the same call again.",
+            id = b.request.as_deref().unwrap_or_default()
+        )),
         (Some(digest), true) => s.push_str(&format!(
             " Tell the user what you wanted to do and why; do not try to approve it yourself. A person who agrees can mint a token for this exact call (`bulwark approvals token --digest {digest}`) and have it sent in the {APPROVE_HEADER} header; then propose the same call again."
         )),

@@ -52,6 +52,10 @@ pub struct Config {
     pub used: Arc<UsedTokens>,
     /// The audit log.
     pub audit: Option<Arc<AuditLog>>,
+    /// Where withheld calls a person may approve are filed.
+    pub desk: Option<Arc<bulwark_approvals::Desk>>,
+    /// Counts every judged call (served by the admin listener).
+    pub metrics: Option<Arc<bulwark_audit::metrics::Metrics>>,
     /// Host names (without port) clients may use; `None` accepts any. A proxy on loopback
     /// accepts only loopback names, so a web page cannot reach it by DNS rebinding and
     /// spend the operator's key.
@@ -363,6 +367,8 @@ impl Proxy {
                 audit: self.cfg.audit.clone(),
                 clock,
                 cache: Some(Arc::clone(&self.results)),
+                desk: self.cfg.desk.clone(),
+                metrics: self.cfg.metrics.clone(),
             },
         );
 

@@ -1003,6 +1003,7 @@ fn placeholder() -> crate::judge::Blocked {
         tool: String::new(),
         decision: bulwark_engine::Decision::invalid_input("withheld", ""),
         approvable: false,
+        request: None,
     }
 }
 

@@ -26,7 +26,7 @@ fn judge_with(policy: Policy, taint: &[Taint], tokens: &[&str], used: &Arc<UsedT
             used: Arc::clone(used),
             audit: None,
             clock: Arc::new(|| (5_000, 1_000)),
-            cache: None,
+            ..Context::default()
         },
     );
     j.inherit(taint.iter().copied().collect::<TaintSet>());

@@ -30,6 +30,7 @@ use bulwark_policy::BlockAs;
 use serde_json::{Map, Value, json};
 
 use crate::enforce;
+use crate::hold::{self, Held};
 use crate::jsonrpc::{self, Kind};
 use crate::pinfile::PinFile;
 
@@ -91,6 +92,19 @@ pub struct Gateway {
     audit: Option<Arc<AuditLog>>,
     metrics: Option<Arc<Metrics>>,
     log: Box<dyn Fn(&str) + Send + Sync>,
+    /// Where calls that need a person are asked about; without it they are refused.
+    approvals: Option<Arc<bulwark_approvals::Desk>>,
+    /// Calls waiting for a person, by the client's request id.
+    held: Mutex<HashMap<String, Held>>,
+    /// The client declared elicitation in `initialize` (legacy protocol).
+    elicits: std::sync::atomic::AtomicBool,
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 impl Gateway {
@@ -114,6 +128,9 @@ impl Gateway {
             audit,
             metrics: None,
             log,
+            approvals: None,
+            held: Mutex::new(HashMap::new()),
+            elicits: std::sync::atomic::AtomicBool::new(false),
         };
         if let Some(p) = &g.pins {
             let records = p.locked(|p| p.load())??;
@@ -129,6 +146,21 @@ impl Gateway {
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Gateway {
         self.metrics = Some(metrics);
         self
+    }
+
+    /// Asks a person about calls that need one, through `desk`.
+    pub fn with_approvals(mut self, desk: Option<Arc<bulwark_approvals::Desk>>) -> Gateway {
+        self.approvals = desk;
+        self
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
+        lock(&self.held)
+    }
+
+    /// How many calls wait for a person.
+    pub fn held_count(&self) -> usize {
+        self.held().len()
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
@@ -188,6 +220,7 @@ impl Gateway {
     /// gone. A late answer is dropped.
     pub fn give_up(&self, id: &Value) {
         let key = jsonrpc::id_key(id);
+        self.held().remove(&key);
         if self.pending().remove(&key).is_some() {
             self.bury(key);
         }
@@ -314,22 +347,41 @@ impl Gateway {
                     && let Some(req) = msg.pointer("/params/requestId")
                 {
                     let key = jsonrpc::id_key(req);
+                    if self.held().remove(&key).is_some() {
+                        // The server never saw it: nothing to cancel there.
+                        return Vec::new();
+                    }
                     if self.pending().remove(&key).is_some() {
                         self.bury(key);
                     }
                 }
                 vec![Out::Server(msg)]
             }
-            // The client answering a request of the server's (sampling, elicitation, roots).
-            Kind::Response { .. } => vec![Out::Server(msg)],
+            Kind::Response { id } => {
+                if let Some(rid) = id
+                    .as_str()
+                    .and_then(|i| i.strip_prefix(hold::ELICIT_PREFIX))
+                {
+                    return self.elicited(rid, &msg, now_ms);
+                }
+                // The client answering a request of the server's (sampling, elicitation,
+                // roots).
+                vec![Out::Server(msg)]
+            }
         }
     }
 
     fn client_request(&self, mut msg: Value, id: Value, method: String, now_ms: u64) -> Vec<Out> {
         let key = jsonrpc::id_key(&id);
+        if method == "initialize" {
+            let elicits = msg.pointer("/params/capabilities/elicitation").is_some();
+            self.elicits
+                .store(elicits, std::sync::atomic::Ordering::Relaxed);
+        }
         {
             let pending = self.pending();
-            if pending.contains_key(&key) || self.is_buried(&key) {
+            if pending.contains_key(&key) || self.is_buried(&key) || self.held().contains_key(&key)
+            {
                 return vec![Out::Client(jsonrpc::error(
                     &id,
                     jsonrpc::INVALID_REQUEST,
@@ -369,6 +421,8 @@ impl Gateway {
                 ))];
             };
             self.refresh_pins();
+            // A 2026-07-28 retry carrying the person's answer to the gateway's own question.
+            let retry = hold::take_retry(&mut msg);
             let mut call = self.call(&name, Direction::Request);
             call.args = arguments.clone();
             // A tool withheld from the list is refused before the engine sees the call (so the
@@ -405,6 +459,12 @@ impl Gateway {
                 ))];
             }
             let d = self.decide(&call, now_ms);
+            if d.decision == Verdict::Approve
+                && let (Some(desk), Some(digest)) = (&self.approvals, d.call_digest.clone())
+            {
+                let desk = Arc::clone(desk);
+                return self.ask(&desk, msg, id, &call, &d, digest, retry, now_ms);
+            }
             match (d.decision, &d.masked) {
                 (Verdict::Allow | Verdict::Warn, _) => {}
                 (Verdict::Mask, Some(masked)) => {
@@ -749,10 +809,263 @@ impl Gateway {
         }
     }
 
+    /// A call the engine says needs a person: answered from an earlier decision about the
+    /// same call, or held while a person is asked in whatever way the client understands.
+    #[allow(clippy::too_many_arguments)]
+    fn ask(
+        &self,
+        desk: &bulwark_approvals::Desk,
+        msg: Value,
+        id: Value,
+        call: &Call,
+        d: &Decision,
+        digest: String,
+        retry: Option<(String, Option<bool>)>,
+        now_ms: u64,
+    ) -> Vec<Out> {
+        let now_s = unix_now();
+        let engine = self.engine.engine();
+        let policy = engine.policy();
+        let channels = &policy.approvals.channels;
+        let in_protocol = channels.contains(&bulwark_policy::ApprovalChannel::Mcp);
+        // The person's answer in a 2026-07-28 retry, for the request this very call made.
+        if let Some((rid, Some(yes))) = &retry
+            && in_protocol
+            && desk
+                .store()
+                .get(rid)
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.digest == digest)
+        {
+            let note = (!yes).then_some("declined in the MCP client");
+            if let Err(e) = desk.decide(rid, *yes, "mcp", note, now_s) {
+                (self.log)(&format!("approval {rid}: {e}"));
+            }
+        }
+        let timeout_ms = policy
+            .approvals
+            .timeout_for(&call.tool.name, d.severity)
+            .max(1000);
+        let ask = bulwark_approvals::Ask {
+            digest,
+            front: "mcp".into(),
+            tool: call.tool.name.clone(),
+            server: call.tool.server.clone(),
+            session: call.session.clone(),
+            principal: call.principal.id.clone(),
+            policy_version: d.policy_version.clone(),
+            args: call.args.clone(),
+            reason: d.reason.clone(),
+            rule_id: d.rule_id.clone(),
+            severity: d.severity,
+            timeout_s: timeout_ms.div_ceil(1000),
+        };
+        let outcome = desk.ask(&ask, now_s);
+        let key = jsonrpc::id_key(&id);
+        match outcome {
+            bulwark_approvals::Outcome::Pending(r) => {
+                if self.held().len() >= self.config.max_pending {
+                    return vec![self.approval_refusal(
+                        &id,
+                        d,
+                        None,
+                        format!(
+                            "{} Too many calls wait for a person already (limit {}).",
+                            d.reason, self.config.max_pending
+                        ),
+                    )];
+                }
+                (self.log)(&format!(
+                    "approve call {}: waiting for a person (request {})",
+                    call.tool.name, r.id
+                ));
+                if in_protocol && hold::modern_elicits(&msg) {
+                    // Nothing is held: the client asks its user and calls again.
+                    return vec![Out::Client(hold::input_required(&id, &r))];
+                }
+                let mut out = Vec::new();
+                if in_protocol && self.elicits.load(std::sync::atomic::Ordering::Relaxed) {
+                    out.push(Out::Client(hold::elicitation(&r)));
+                }
+                let wait = r.expires_s.saturating_sub(now_s).saturating_mul(1000);
+                self.held().insert(
+                    key,
+                    Held {
+                        msg,
+                        id,
+                        request: r.id,
+                        deadline_ms: now_ms.saturating_add(wait.min(timeout_ms) + 1000),
+                        decision: d.clone(),
+                    },
+                );
+                out
+            }
+            other => self.settled(other, msg, id, d, now_ms),
+        }
+    }
+
+    /// What a settled approval means for the held or retried call `msg`.
+    fn settled(
+        &self,
+        outcome: bulwark_approvals::Outcome,
+        msg: Value,
+        id: Value,
+        d: &Decision,
+        now_ms: u64,
+    ) -> Vec<Out> {
+        use bulwark_approvals::Outcome;
+        use bulwark_engine::ReasonCode;
+        match outcome {
+            Outcome::Granted(r) => {
+                (self.log)(&format!("approval {} used for {}", r.id, r.tool));
+                self.engine
+                    .state()
+                    .grant(r.digest.clone(), now_ms.saturating_add(60_000));
+                let method = "tools/call".to_string();
+                self.client_request(msg, id, method, now_ms)
+            }
+            Outcome::Denied(r) => {
+                let note = r
+                    .note
+                    .as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default();
+                let by = r.decided_by.as_deref().unwrap_or("a person");
+                vec![self.approval_refusal(
+                    &id,
+                    d,
+                    Some(ReasonCode::ApprovalDenied),
+                    format!(
+                        "A person denied this call (approval {}, via {by}){note}.",
+                        r.id
+                    ),
+                )]
+            }
+            Outcome::TimedOut(r) => vec![self.approval_refusal(
+                &id,
+                d,
+                Some(ReasonCode::ApprovalTimeout),
+                format!(
+                    "Nobody approved this call in time (approval {}); a timeout is a no.",
+                    r.id
+                ),
+            )],
+            Outcome::Unavailable(why) => vec![self.approval_refusal(
+                &id,
+                d,
+                None,
+                format!("{} The approval cannot be asked for: {why}.", d.reason),
+            )],
+            Outcome::Pending(_) => Vec::new(),
+        }
+    }
+
+    fn approval_refusal(
+        &self,
+        id: &Value,
+        d: &Decision,
+        code: Option<bulwark_engine::ReasonCode>,
+        reason: String,
+    ) -> Out {
+        let mut d = d.clone();
+        if code.is_some() {
+            d.decision = Verdict::Block;
+            d.reason_code = code;
+            d.safer_alternative = Some(
+                "Do not retry this call as it is; ask the user what they want instead.".into(),
+            );
+        }
+        d.reason = reason;
+        (self.log)(&format!("refused call {}: {}", d.tool, d.reason));
+        Out::Client(enforce::refusal(
+            id,
+            &d,
+            Direction::Request,
+            self.block_as(),
+        ))
+    }
+
+    /// The client's answer to the gateway's own `elicitation/create` for request `rid`.
+    fn elicited(&self, rid: &str, msg: &Value, now_ms: u64) -> Vec<Out> {
+        let Some(desk) = &self.approvals else {
+            return Vec::new();
+        };
+        let said = msg.get("result").and_then(hold::answer);
+        match said {
+            Some(yes) => {
+                let note = (!yes).then_some("declined in the MCP client");
+                if let Err(e) = desk.decide(rid, yes, "mcp", note, unix_now()) {
+                    (self.log)(&format!("approval {rid}: {e}"));
+                }
+            }
+            // An error or no answer: the call keeps waiting for another channel.
+            None => (self.log)(&format!(
+                "approval {rid}: the client did not answer the question; still waiting"
+            )),
+        }
+        let key = self
+            .held()
+            .iter()
+            .find(|(_, h)| h.request == rid)
+            .map(|(k, _)| k.clone());
+        match key {
+            Some(k) => self.resolve_held(Some(&k), now_ms),
+            None => Vec::new(),
+        }
+    }
+
+    /// Looks at the calls waiting for a person (all, or the one with `only` as its key):
+    /// those answered or out of time are released or refused.
+    fn resolve_held(&self, only: Option<&str>, now_ms: u64) -> Vec<Out> {
+        let Some(desk) = self.approvals.clone() else {
+            return Vec::new();
+        };
+        let keys: Vec<(String, String, u64)> = self
+            .held()
+            .iter()
+            .filter(|(k, _)| only.is_none_or(|o| o == k.as_str()))
+            .map(|(k, h)| (k.clone(), h.request.clone(), h.deadline_ms))
+            .collect();
+        let now_s = unix_now();
+        let mut out = Vec::new();
+        for (key, rid, deadline) in keys {
+            let outcome = match desk.poll(&rid, now_s) {
+                bulwark_approvals::Outcome::Pending(_) if now_ms >= deadline => {
+                    desk.time_out(&rid, now_s)
+                }
+                bulwark_approvals::Outcome::Pending(_) => continue,
+                other => other,
+            };
+            let Some(h) = self.held().remove(&key) else {
+                continue;
+            };
+            out.extend(self.settled(outcome, h.msg, h.id, &h.decision, now_ms));
+        }
+        out
+    }
+
+    /// For a front without a ticker (the 2026-07-28 pass-through): what became of the held
+    /// call with `id`, if anything yet.
+    pub fn poll_held(&self, id: &Value, now_ms: u64) -> Vec<Out> {
+        self.resolve_held(Some(&jsonrpc::id_key(id)), now_ms)
+    }
+
+    /// Whether the call with `id` waits for a person.
+    pub fn is_held(&self, id: &Value) -> bool {
+        self.held().contains_key(&jsonrpc::id_key(id))
+    }
+
     /// Fails every request that waited past its deadline, telling the server to stop
     /// working on it. The client's errors come first: a server that stopped reading must
     /// not hold them up.
     pub fn expire(&self, now_ms: u64) -> Vec<Out> {
+        let mut out = self.resolve_held(None, now_ms);
+        out.extend(self.expire_pending(now_ms));
+        out
+    }
+
+    fn expire_pending(&self, now_ms: u64) -> Vec<Out> {
         let mut pending = self.pending();
         let late: Vec<String> = pending
             .iter()
@@ -785,11 +1098,16 @@ impl Gateway {
 
     /// The server is gone: every waiting request gets an error saying so.
     pub fn server_gone(&self, why: &str) -> Vec<Out> {
+        let held: Vec<Value> = self.held().drain().map(|(_, h)| h.id).collect();
         self.pending()
             .drain()
-            .map(|(_, p)| {
+            .map(|(_, p)| p.id)
+            .chain(held)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|id| {
                 Out::Client(jsonrpc::error(
-                    &p.id,
+                    &id,
                     jsonrpc::INTERNAL_ERROR,
                     &format!("the MCP server is gone ({why})"),
                     None,

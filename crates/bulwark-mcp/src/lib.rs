@@ -11,6 +11,7 @@ pub mod aggregate;
 pub mod enforce;
 pub mod frame;
 pub mod gateway;
+pub mod hold;
 pub mod http;
 pub mod jsonrpc;
 mod locks;

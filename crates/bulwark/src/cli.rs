@@ -140,6 +140,10 @@ pub struct ProxyArgs {
     /// repeatable.
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
+    /// Serve the console, the approvals API and Prometheus metrics at http://ADDR/
+    /// (loopback, e.g. 127.0.0.1:9466).
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<String>,
 }
 
 /// `bulwark approvals …`.
@@ -158,6 +162,48 @@ pub enum ApprovalsCommand {
         /// Seconds the token stays valid.
         #[arg(long, value_name = "SECS", default_value_t = 600)]
         ttl: u64,
+    },
+    /// List approval requests (pending ones unless --all), newest first.
+    List {
+        /// Where the running instance is.
+        #[command(flatten)]
+        target: crate::approvals::Target,
+        /// Decided and expired requests too.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one request in full (arguments masked), with its token once approved.
+    Show {
+        /// Where the running instance is.
+        #[command(flatten)]
+        target: crate::approvals::Target,
+        /// The request id.
+        id: String,
+    },
+    /// Approve one pending request: that exact call may go through once.
+    Approve {
+        /// Where the running instance is.
+        #[command(flatten)]
+        target: crate::approvals::Target,
+        /// The request id.
+        id: String,
+        /// A note recorded with the decision.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Deny one pending request: the waiting call gets -32005 / APPROVAL_DENIED.
+    Deny {
+        /// Where the running instance is.
+        #[command(flatten)]
+        target: crate::approvals::Target,
+        /// The request id.
+        id: String,
+        /// Why (shown to the agent).
+        #[arg(long)]
+        reason: Option<String>,
     },
 }
 

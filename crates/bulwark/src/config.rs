@@ -114,7 +114,24 @@ pub fn policy_check(file: &Path) -> Result<ExitCode> {
 /// The key approval tokens are signed with: STATE_DIR/approval.key (64 hex digits, owner
 /// only), made on first use. The proxy and `bulwark approvals token` share it.
 pub fn approval_key(common: &Common) -> Result<[u8; 32]> {
-    let path = state_dir(common)?.join("approval.key");
+    key_file(&state_dir(common)?.join("approval.key"))
+}
+
+/// The admin endpoint's bearer token: STATE_DIR/admin.token (64 hex digits, owner only),
+/// made on first use, or `BULWARK_ADMIN_TOKEN`. The CLI reads it from the same place.
+pub fn admin_token(common: &Common) -> Result<String> {
+    if let Ok(t) = std::env::var("BULWARK_ADMIN_TOKEN")
+        && !t.trim().is_empty()
+    {
+        return Ok(t.trim().to_string());
+    }
+    let key = key_file(&state_dir(common)?.join("admin.token"))?;
+    Ok(key.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A 32-byte secret kept as hex in `path`, made (owner-only) if missing.
+fn key_file(path: &Path) -> Result<[u8; 32]> {
+    let path = path.to_path_buf();
     match std::fs::read_to_string(&path) {
         Ok(text) => bulwark_audit::keys::unhex32(&text)
             .with_context(|| format!("{} does not hold 64 hex digits", path.display())),
@@ -136,7 +153,7 @@ pub fn approval_key(common: &Common) -> Result<[u8; 32]> {
                     Ok(key)
                 }
                 // Another process made it first: use theirs.
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => approval_key(common),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => key_file(&path),
                 Err(e) => Err(e).with_context(|| format!("cannot create {}", path.display())),
             }
         }

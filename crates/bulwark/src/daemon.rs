@@ -31,6 +31,24 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let service = Service::new(source, audit.clone()).map_err(|e| {
         anyhow::anyhow!("{e}\npolicy refused; fix the errors above (see docs/policy.md)")
     })?;
+    let desk = crate::approvals::desk(
+        &args.common,
+        service.evaluator.policy().policy(),
+        audit.clone(),
+        "daemon",
+    )?;
+    let admin = match &args.admin {
+        Some(_) => Some(crate::approvals::admin(
+            &args.common,
+            service.evaluator.policy().policy(),
+            "daemon",
+            Arc::clone(&metrics),
+            audit.clone(),
+            Some(Arc::clone(&desk)),
+        )?),
+        None => None,
+    };
+    let service = service.with_approvals(Some(Arc::clone(&desk)));
     let service = Arc::new(match &args.admin {
         Some(_) => service.with_metrics(Arc::clone(&metrics)),
         None => service,
@@ -54,9 +72,15 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             .unix_uids
             .clone();
         let listener = server::bind(&socket, &uids)?;
-        if let Some(addr) = &args.admin {
-            let at = crate::admin::serve(addr, "daemon", metrics, audit).await?;
-            eprintln!("bulwark daemon: metrics at http://{at}/metrics");
+        crate::approvals::spawn_service(
+            desk,
+            service.evaluator.policy().policy(),
+            &args.common,
+            "daemon",
+        );
+        if let (Some(addr), Some(admin)) = (&args.admin, admin) {
+            let at = crate::admin::serve(addr, admin).await?;
+            eprintln!("bulwark daemon: console at http://{at}/ and metrics at http://{at}/metrics");
         }
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;

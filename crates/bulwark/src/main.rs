@@ -13,6 +13,7 @@
 //! ```
 
 mod admin;
+mod approvals;
 mod audit;
 mod check;
 mod cli;
@@ -78,7 +79,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pins(cmd) => mcp::pins(&cmd),
         Command::Audit(cmd) => audit::run(&cmd),
         Command::Proxy(args) => proxy::run(&args),
-        Command::Approvals(cmd) => proxy::approvals(&cmd),
+        Command::Approvals(cmd) => approvals::command(&cmd),
         Command::Policy(PolicyCommand::Default) => {
             print!("{}", bulwark_policy::DEFAULT_POLICY);
             Ok(ExitCode::SUCCESS)

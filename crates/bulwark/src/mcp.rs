@@ -51,8 +51,11 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     engine.warm_up();
     let pins = PinFile::open(&pins_dir, &identity)?;
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "mcp")?;
+    let desk =
+        crate::approvals::desk(&args.common, engine.engine().policy(), audit.clone(), "mcp")?;
     if args.listen.is_some() || aggregated {
         let shared = Shared {
+            desk,
             engine,
             callers,
             pins_dir,
@@ -82,6 +85,18 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     };
     let log_name = identity.clone();
     let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
+    let admin = match &args.admin {
+        Some(_) => Some(crate::approvals::admin(
+            &args.common,
+            engine.engine().policy(),
+            "mcp",
+            Arc::clone(&metrics),
+            audit.clone(),
+            Some(Arc::clone(&desk)),
+        )?),
+        None => None,
+    };
+    let policy_for_service = Arc::clone(&engine);
     let gateway = Gateway::new(
         engine,
         config,
@@ -89,7 +104,8 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         audit.clone(),
         Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
     )
-    .context("cannot load the pins")?;
+    .context("cannot load the pins")?
+    .with_approvals(Some(Arc::clone(&desk)));
     let gateway = match &args.admin {
         Some(_) => gateway.with_metrics(Arc::clone(&metrics)),
         None => gateway,
@@ -107,9 +123,15 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     runtime.block_on(async move {
-        if let Some(addr) = &args.admin {
-            let at = crate::admin::serve(addr, "mcp", metrics, audit).await?;
-            eprintln!("bulwark mcp [{identity}]: metrics at http://{at}/metrics");
+        crate::approvals::spawn_service(
+            desk,
+            policy_for_service.engine().policy(),
+            &args.common,
+            "mcp",
+        );
+        if let (Some(addr), Some(admin)) = (&args.admin, admin) {
+            let at = crate::admin::serve(addr, admin).await?;
+            eprintln!("bulwark mcp [{identity}]: console at http://{at}/ and metrics at http://{at}/metrics");
         }
         let server = match &args.upstream_url {
             Some(url) => {
@@ -335,6 +357,7 @@ pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
 
 /// What the fronts are built from.
 struct Shared {
+    desk: Arc<bulwark_approvals::Desk>,
     engine: Arc<SharedEngine>,
     callers: bulwark_mcp::http::identity::Identity,
     pins_dir: std::path::PathBuf,
@@ -362,6 +385,7 @@ fn gateway_maker(
         pins.insert(n.clone(), PinFile::open(&shared.pins_dir, n)?);
     }
     let (engine, audit) = (Arc::clone(&shared.engine), shared.audit.clone());
+    let desk = Arc::clone(&shared.desk);
     Ok(Arc::new(
         move |session: &str, caller: &Principal, server: &str| {
             let pins = pins
@@ -389,7 +413,8 @@ fn gateway_maker(
                 audit.clone(),
                 Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
             )
-            .map_err(|e| format!("cannot load the pins: {e}"))?;
+            .map_err(|e| format!("cannot load the pins: {e}"))?
+            .with_approvals(Some(Arc::clone(&desk)));
             Ok(Arc::new(match &metrics {
                 Some(m) => g.with_metrics(Arc::clone(m)),
                 None => g,
@@ -453,11 +478,25 @@ fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     let closer = shared.audit.clone();
-    let audit = shared.audit.clone();
+    let admin = match &args.admin {
+        Some(_) => Some(crate::approvals::admin(
+            &args.common,
+            shared.engine.engine().policy(),
+            "mcp",
+            Arc::clone(&metrics),
+            shared.audit.clone(),
+            Some(Arc::clone(&shared.desk)),
+        )?),
+        None => None,
+    };
+    let (desk, engine) = (Arc::clone(&shared.desk), Arc::clone(&shared.engine));
     runtime.block_on(async move {
-        if let Some(addr) = &args.admin {
-            let at = crate::admin::serve(addr, "mcp", metrics, audit).await?;
-            eprintln!("bulwark mcp [servers]: metrics at http://{at}/metrics");
+        crate::approvals::spawn_service(desk, engine.engine().policy(), &args.common, "mcp");
+        if let (Some(addr), Some(admin)) = (&args.admin, admin) {
+            let at = crate::admin::serve(addr, admin).await?;
+            eprintln!(
+                "bulwark mcp [servers]: console at http://{at}/ and metrics at http://{at}/metrics"
+            );
         }
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -541,10 +580,23 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
             }),
         }
     };
+    let admin = match &args.admin {
+        Some(_) => Some(crate::approvals::admin(
+            &args.common,
+            shared.engine.engine().policy(),
+            "mcp",
+            Arc::clone(&metrics),
+            shared.audit.clone(),
+            Some(Arc::clone(&shared.desk)),
+        )?),
+        None => None,
+    };
     let Shared {
         callers,
         identity,
         audit,
+        desk,
+        engine,
         ..
     } = shared;
     let addr: std::net::SocketAddr = listen
@@ -586,9 +638,10 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
         .context("cannot start the runtime")?;
     let closer = audit.clone();
     runtime.block_on(async move {
-        if let Some(a) = &args.admin {
-            let at = crate::admin::serve(a, "mcp", metrics, audit).await?;
-            eprintln!("bulwark mcp [{identity}]: metrics at http://{at}/metrics");
+        crate::approvals::spawn_service(desk, engine.engine().policy(), &args.common, "mcp");
+        if let (Some(a), Some(admin)) = (&args.admin, admin) {
+            let at = crate::admin::serve(a, admin).await?;
+            eprintln!("bulwark mcp [{identity}]: console at http://{at}/ and metrics at http://{at}/metrics");
         }
         let listener = tokio::net::TcpListener::bind(addr)
             .await

@@ -9,7 +9,7 @@ use bulwark_engine::SharedEngine;
 use bulwark_llm::approval::UsedTokens;
 use bulwark_llm::{Config, Proxy};
 
-use crate::cli::{ApprovalsCommand, ProxyArgs};
+use crate::cli::ProxyArgs;
 use crate::config;
 
 fn unix_now() -> u64 {
@@ -42,8 +42,22 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
     let key = config::approval_key(&args.common)?;
     let used = UsedTokens::open(&state.join("approvals-used"), unix_now())?;
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "proxy")?;
+    let desk = crate::approvals::desk(&args.common, &policy, audit.clone(), "proxy")?;
+    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
+    let admin = match &args.admin {
+        Some(_) => Some(crate::approvals::admin(
+            &args.common,
+            &policy,
+            "proxy",
+            Arc::clone(&metrics),
+            audit.clone(),
+            Some(Arc::clone(&desk)),
+        )?),
+        None => None,
+    };
     let engine = Arc::new(SharedEngine::new(policy));
     engine.warm_up();
+    let service_engine = Arc::clone(&engine);
     let proxy = Proxy::new(
         engine,
         Config {
@@ -53,6 +67,8 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
             approval_key: Some(key),
             used: Arc::new(used),
             audit: audit.clone(),
+            desk: Some(Arc::clone(&desk)),
+            metrics: args.admin.as_ref().map(|_| Arc::clone(&metrics)),
             allowed_hosts: addr.ip().is_loopback().then(|| {
                 bulwark_llm::proxy::LOOPBACK_HOSTS
                     .iter()
@@ -73,6 +89,16 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     runtime.block_on(async move {
+        crate::approvals::spawn_service(
+            desk,
+            service_engine.engine().policy(),
+            &args.common,
+            "proxy",
+        );
+        if let (Some(a), Some(admin)) = (&args.admin, admin) {
+            let at = crate::admin::serve(a, admin).await?;
+            eprintln!("bulwark proxy: console at http://{at}/ and metrics at http://{at}/metrics");
+        }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
@@ -112,30 +138,4 @@ fn axum_header(name: &str) -> Result<axum::http::HeaderName> {
         bail!("--upstream-key-header must be authorization, x-api-key or api-key, not {name:?}");
     }
     axum::http::HeaderName::from_bytes(lower.as_bytes()).context("bad header name")
-}
-
-pub fn approvals(cmd: &ApprovalsCommand) -> Result<ExitCode> {
-    match cmd {
-        ApprovalsCommand::Token {
-            common,
-            digest,
-            ttl,
-        } => {
-            let d = digest.trim().to_ascii_lowercase();
-            if d.len() != 64 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
-                bail!(
-                    "--digest must be the 64 hex digits a blocked call names (bulwark.blocked[].approval.digest)"
-                );
-            }
-            if *ttl == 0 || *ttl > 86_400 {
-                bail!("--ttl must be between 1 and 86400 seconds");
-            }
-            let key = config::approval_key(common)?;
-            println!(
-                "{}",
-                bulwark_engine::token::mint(&key, &d, unix_now() + ttl)
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-    }
 }

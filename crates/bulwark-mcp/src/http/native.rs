@@ -270,6 +270,17 @@ impl Waiting {
     }
 }
 
+/// Stops a held call's wait when its request is dropped.
+struct HeldGuard<'a>(&'a Caller, &'a Value);
+
+impl Drop for HeldGuard<'_> {
+    fn drop(&mut self) {
+        if self.0.core.is_held(self.1) {
+            self.0.core.give_up(self.1);
+        }
+    }
+}
+
 impl Drop for Waiting {
     fn drop(&mut self) {
         if !self.answered {
@@ -355,10 +366,20 @@ pub(super) async fn post(
     });
     let mut upstream = None;
     let mut decided = Vec::new();
-    for o in caller
+    let mut outs = caller
         .core
-        .from_client(forwarded.to_string().as_bytes(), front.now_ms())
-    {
+        .from_client(forwarded.to_string().as_bytes(), front.now_ms());
+    if outs.is_empty() && caller.core.is_held(&upstream_id) {
+        // Waiting for a person (no ticker here: this request looks for itself). A client
+        // that goes away drops this future, and the guard stops the wait.
+        let guard = HeldGuard(&caller, &upstream_id);
+        while outs.is_empty() && caller.core.is_held(&upstream_id) {
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            outs = caller.core.poll_held(&upstream_id, front.now_ms());
+        }
+        drop(guard);
+    }
+    for o in outs {
         match o {
             Out::Server(v) if v.get("id") == Some(&upstream_id) => upstream = Some(v),
             Out::Server(_) => {}
