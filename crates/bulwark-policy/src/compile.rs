@@ -210,11 +210,19 @@ pub(crate) fn compile(
             .filter_map(|g| glob(g, &mut issues))
             .collect(),
         max_pending: raw.approvals.max_pending.unwrap_or(1000),
+        // By default every channel that needs no configuration decides, and the webhook
+        // too once it has a URL.
         channels: if raw.approvals.channels.is_empty() {
-            vec![
+            let mut all = vec![
                 schema::ApprovalChannel::Cli,
+                schema::ApprovalChannel::Inbox,
+                schema::ApprovalChannel::Mcp,
                 schema::ApprovalChannel::Header,
-            ]
+            ];
+            if raw.approvals.webhook_url.is_some() {
+                all.push(schema::ApprovalChannel::Webhook);
+            }
+            all
         } else {
             raw.approvals.channels.clone()
         },
