@@ -296,7 +296,8 @@ pub struct McpArgs {
     /// (docs/audit-format.md).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
-    /// Serve Prometheus metrics at http://ADDR/metrics (loopback, e.g. 127.0.0.1:9465).
+    /// Serve the web console, the approvals API (`bulwark approvals`) and Prometheus metrics
+    /// at http://ADDR/ (loopback, e.g. 127.0.0.1:9465).
     #[arg(long, value_name = "ADDR")]
     pub admin: Option<String>,
     /// The server's name for pins and logs. Default: the command line (or the upstream
@@ -395,7 +396,8 @@ pub struct DaemonArgs {
     /// Record every decision in this tamper-evident audit log (docs/audit-format.md).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
-    /// Serve Prometheus metrics at http://ADDR/metrics (loopback, e.g. 127.0.0.1:9464).
+    /// Serve the web console, the approvals API (`bulwark approvals`) and Prometheus metrics
+    /// at http://ADDR/ (loopback, e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR")]
     pub admin: Option<String>,
     /// Worker threads. Evaluations take turns on the shared session state, so one worker

@@ -430,6 +430,13 @@ fn help_exists_for_every_command() {
         &["audit", "--help"],
         &["audit", "verify", "--help"],
         &["audit", "keys", "--help"],
+        &["proxy", "--help"],
+        &["approvals", "--help"],
+        &["approvals", "token", "--help"],
+        &["approvals", "list", "--help"],
+        &["approvals", "show", "--help"],
+        &["approvals", "approve", "--help"],
+        &["approvals", "deny", "--help"],
     ] {
         let o = bulwark(args, "");
         assert!(o.status.success(), "{args:?}");
