@@ -13,9 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::request::{Ask, Request, Status};
 use crate::store::{Store, StoreError};
 
-/// How long an approval stays usable after a person gave it, at most: the agent is
-/// expected to be waiting, or to retry soon.
-pub const GRANT_TTL_S: u64 = 600;
+pub use crate::store::GRANT_TTL_S;
 /// Strings longer than this are cut in what a person is shown (the digest still covers
 /// the whole call).
 pub const SHOWN_STRING: usize = 4096;

@@ -56,10 +56,10 @@ pub fn parse_line(line: &str) -> Option<Result<Line, String>> {
     }))
 }
 
-/// An inbox file and how far this instance has read it.
+/// An inbox file and how far this instance has read it: (inode, complete lines taken).
 pub struct Inbox {
     path: PathBuf,
-    done: Mutex<usize>,
+    done: Mutex<(u64, usize)>,
 }
 
 impl Inbox {
@@ -67,7 +67,7 @@ impl Inbox {
     pub fn new(path: &Path) -> Inbox {
         Inbox {
             path: path.to_path_buf(),
-            done: Mutex::new(0),
+            done: Mutex::new((0, 0)),
         }
     }
 
@@ -76,9 +76,20 @@ impl Inbox {
         &self.path
     }
 
-    fn trusted(&self) -> Result<(), String> {
+    /// Opens the inbox if it can be trusted: a regular file (not a link), owned by the
+    /// state directory's owner, that nobody else may write, within the size limit. The
+    /// checks are made again on the open handle, so a file swapped in between is refused.
+    fn open_trusted(&self) -> Result<(std::fs::File, u64), String> {
         use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::symlink_metadata(&self.path).map_err(|e| e.to_string())?;
+        let before = std::fs::symlink_metadata(&self.path).map_err(|e| e.to_string())?;
+        if !before.file_type().is_file() {
+            return Err("not a regular file".into());
+        }
+        let f = std::fs::File::open(&self.path).map_err(|e| e.to_string())?;
+        let meta = f.metadata().map_err(|e| e.to_string())?;
+        if (meta.dev(), meta.ino()) != (before.dev(), before.ino()) {
+            return Err("it was replaced while being opened".into());
+        }
         let dir = self
             .path
             .parent()
@@ -100,7 +111,7 @@ impl Inbox {
                 meta.len()
             ));
         }
-        Ok(())
+        Ok((f, meta.ino()))
     }
 
     /// Applies the lines added since the last look through `desk`; what went wrong, one
@@ -109,12 +120,12 @@ impl Inbox {
         if !self.path.exists() {
             return Vec::new();
         }
-        if let Err(why) = self.trusted() {
-            return vec![format!("inbox {} ignored: {why}", self.path.display())];
-        }
+        let (f, ino) = match self.open_trusted() {
+            Ok(x) => x,
+            Err(why) => return vec![format!("inbox {} ignored: {why}", self.path.display())],
+        };
         let mut text = String::new();
-        let read = std::fs::File::open(&self.path)
-            .and_then(|f| f.take(MAX_INBOX).read_to_string(&mut text));
+        let read = f.take(MAX_INBOX).read_to_string(&mut text);
         if let Err(e) = read {
             return vec![format!("inbox {}: {e}", self.path.display())];
         }
@@ -129,15 +140,24 @@ impl Inbox {
             Ok(d) => d,
             Err(p) => p.into_inner(),
         };
-        if complete < *done {
-            // Truncated or replaced: read it from the top.
-            *done = 0;
+        if done.0 != ino || complete < done.1 {
+            // Another file, or truncated: read it from the top.
+            *done = (ino, 0);
         }
         let mut notes = Vec::new();
-        for (n, line) in lines.iter().enumerate().take(complete).skip(*done) {
+        for (n, line) in lines.iter().enumerate().take(complete).skip(done.1) {
             match parse_line(line) {
                 None => {}
                 Some(Err(e)) => notes.push(format!("inbox line {}: {e}", n + 1)),
+                // Lines about requests decided already (read again after a restart) cost
+                // no lock.
+                Some(Ok(l))
+                    if desk
+                        .store()
+                        .get(&l.id)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|r| r.status_at(now_s) != crate::Status::Pending) => {}
                 Some(Ok(l)) => {
                     match desk.decide(&l.id, l.approve, "inbox", l.note.as_deref(), now_s) {
                         Ok(_) | Err(StoreError::NotPending(..)) => {}
@@ -146,7 +166,7 @@ impl Inbox {
                 }
             }
         }
-        *done = complete;
+        done.1 = complete;
         notes
     }
 }

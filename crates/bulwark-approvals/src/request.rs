@@ -97,7 +97,13 @@ impl Request {
     /// The status as of `now_s`: a pending request past its expiry reads as expired even
     /// before anyone wrote that down.
     pub fn status_at(&self, now_s: u64) -> Status {
-        if self.status == Status::Pending && now_s >= self.expires_s {
+        let approval_lapsed = self.status == Status::Approved
+            && now_s
+                >= self
+                    .decided_s
+                    .unwrap_or(0)
+                    .saturating_add(crate::store::GRANT_TTL_S);
+        if (self.status == Status::Pending && now_s >= self.expires_s) || approval_lapsed {
             Status::Expired
         } else {
             self.status

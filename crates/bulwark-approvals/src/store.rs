@@ -21,6 +21,12 @@ use crate::request::{Request, Status};
 pub const KEPT_DECIDED: usize = 1000;
 /// The store file is refused past this size: it is ours, and bounded by the limits above.
 pub const MAX_FILE: u64 = 64 << 20;
+/// How long an approval stays usable after a person gave it: the agent is expected to be
+/// waiting, or to retry soon. Past it an unused approval reads as expired.
+pub const GRANT_TTL_S: u64 = 600;
+/// How long a change waits for another process's lock on the store before giving up (the
+/// call then reads as unanswerable, never as approved).
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -150,8 +156,29 @@ impl Store {
             .write(true)
             .open(&self.lock)
             .map_err(|e| StoreError::Io(self.lock.clone(), e))?;
-        lock.lock()
-            .map_err(|e| StoreError::Io(self.lock.clone(), e))?;
+        // Bounded: a process that holds the lock and hangs (or is stopped) must not freeze
+        // every front sharing the directory.
+        let started = std::time::Instant::now();
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(StoreError::Io(
+                        self.lock.clone(),
+                        std::io::Error::other(format!(
+                            "another process has held the approvals lock for over {} s",
+                            LOCK_WAIT.as_secs()
+                        )),
+                    ));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(StoreError::Io(self.lock.clone(), e));
+                }
+            }
+        }
         let mut requests = self.read()?;
         let before = serde_json::to_vec(&requests).unwrap_or_default();
         let mut expired = Vec::new();
@@ -160,6 +187,13 @@ impl Store {
                 r.status = Status::Expired;
                 r.decided_by = Some("timeout".into());
                 r.decided_s = Some(r.expires_s);
+                expired.push(r.clone());
+            } else if r.status == Status::Approved
+                && now_s >= r.decided_s.unwrap_or(0).saturating_add(GRANT_TTL_S)
+            {
+                // Approved but never used in time: its token has expired too.
+                r.status = Status::Expired;
+                r.token = None;
                 expired.push(r.clone());
             }
         }

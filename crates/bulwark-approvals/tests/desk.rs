@@ -224,3 +224,41 @@ fn every_change_of_state_is_an_audit_entry() {
     assert_eq!(events, want, "{text}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn an_approval_nobody_uses_lapses_and_its_token_goes_with_it() {
+    let d = dir("lapse");
+    let desk = Desk::new(Store::open(&d, 10).unwrap(), [1; 32], "proxy");
+    let a = ask('a', json!({}));
+    let r = pending(desk.ask(&a, 100));
+    desk.decide(&r.id, true, "cli", None, 101).unwrap();
+    let later = 101 + bulwark_approvals::desk::GRANT_TTL_S;
+    assert_eq!(desk.list(later).unwrap()[0].status, Status::Expired);
+    assert!(matches!(desk.ask(&a, later), Outcome::TimedOut(_)));
+    let kept = desk.store().get(&r.id).unwrap().unwrap();
+    assert_eq!(kept.status, Status::Expired);
+    assert!(kept.token.is_none());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_lock_another_process_holds_too_long_reads_as_unavailable() {
+    let d = dir("lock");
+    let desk = Desk::new(Store::open(&d, 10).unwrap(), [1; 32], "mcp");
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(d.join("requests.lock"))
+        .unwrap();
+    held.lock().unwrap();
+    let t0 = std::time::Instant::now();
+    match desk.ask(&ask('a', json!({})), 100) {
+        Outcome::Unavailable(why) => assert!(why.contains("approvals lock"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    drop(held);
+    pending(desk.ask(&ask('a', json!({})), 100));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -33,6 +33,12 @@ pub struct Held {
     pub deadline_ms: u64,
     /// The decision that asked for a person.
     pub decision: bulwark_engine::Decision,
+    /// The id of the `elicitation/create` the client was sent for it, if any: only an
+    /// answer to that id counts.
+    pub elicit: Option<String>,
+    /// Being looked at (by the ticker, or by an answer that just came): nobody else
+    /// settles it meanwhile.
+    pub busy: bool,
 }
 
 /// The question a person is asked, in the client.
@@ -67,11 +73,11 @@ fn schema() -> Value {
     })
 }
 
-/// The legacy `elicitation/create` request for `r`.
-pub fn elicitation(r: &Request) -> Value {
+/// The legacy `elicitation/create` request for `r`, sent with id `id`.
+pub fn elicitation(id: &str, r: &Request) -> Value {
     json!({
         "jsonrpc": "2.0",
-        "id": format!("{ELICIT_PREFIX}{}", r.id),
+        "id": id,
         "method": "elicitation/create",
         "params": {"message": question(r), "requestedSchema": schema()},
     })

@@ -1029,6 +1029,19 @@ pub(crate) fn path_glob(source: &str) -> Result<PathGlob, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Bulwark's own control files, wherever the state directory is: whoever writes the inbox
+/// or reads the admin token or approval key can approve calls, so no tool call may touch
+/// them (rule `tamper.control_files`).
+pub const CONTROL_PATHS: &[&str] = &[
+    "**/approvals/inbox",
+    "**/approvals/requests.*",
+    "**/admin.token",
+    "**/admin.addr",
+    "**/approval.key",
+    "**/approvals-used",
+    "~/.local/state/bulwark/**",
+];
+
 /// Paths whose reading means a session holds private data (defaults; the policy may add).
 pub const DEFAULT_SENSITIVE_PATHS: &[&str] = &[
     "~/.ssh/**",
@@ -1108,6 +1121,10 @@ fn taint(t: &schema::TaintSection, issues: &mut Issues) -> TaintPolicy {
     TaintPolicy {
         sources,
         sensitive_paths,
+        control_paths: CONTROL_PATHS
+            .iter()
+            .filter_map(|p| path_glob(p).ok())
+            .collect(),
         private_data: caps(&t.matrix.private_data, &[C::NetEgress]),
         untrusted_input: caps(&t.matrix.untrusted_input, &[C::ExecIrreversible]),
         both: caps(

@@ -297,6 +297,8 @@ pub struct TaintPolicy {
     pub sources: Vec<(String, TaintSet)>,
     /// Paths whose reading adds `private-data`.
     pub sensitive_paths: Vec<PathGlob>,
+    /// Bulwark's own control files: no tool call may read or write them.
+    pub control_paths: Vec<PathGlob>,
     /// Forbidden with private-data only.
     pub private_data: CapSet,
     /// Forbidden with untrusted-input only.
@@ -320,6 +322,11 @@ impl TaintPolicy {
     /// Whether `path` is sensitive.
     pub fn is_sensitive_path(&self, path: &str) -> bool {
         self.sensitive_paths.iter().any(|g| g.matches(path))
+    }
+
+    /// Whether `path` is one of Bulwark's own control files.
+    pub fn is_control_path(&self, path: &str) -> bool {
+        self.control_paths.iter().any(|g| g.matches(path))
     }
 }
 

@@ -25,6 +25,10 @@ pub const KNOWN: &[(&str, &str)] = &[
         "a path the call reads or writes matches taint.sensitive_paths",
     ),
     (
+        "path.bulwark_control",
+        "a path the call reads or writes is one of Bulwark's own control files (approvals, admin token, keys)",
+    ),
+    (
         "tool.unknown",
         "neither the policy nor the built-in catalogue knows the tool",
     ),

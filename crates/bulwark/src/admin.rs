@@ -45,6 +45,8 @@ pub struct Admin {
     pub webhook_secret: Option<Vec<u8>>,
     /// Whether the policy lets people decide here (`approvals.channels` has `cli`).
     pub decide_here: bool,
+    /// Whether the policy takes webhook callbacks (`approvals.channels` has `webhook`).
+    pub webhook_channel: bool,
     /// Where to write the listener's address for the CLI (STATE_DIR/admin.addr).
     pub addr_file: Option<PathBuf>,
 }
@@ -415,7 +417,9 @@ fn approvals(req: &Req, admin: &Admin, desk: &Desk, rest: &[&str], now: u64) -> 
 }
 
 fn callback(req: &Req, admin: &Admin, id: &str) -> Reply {
-    let (Some(desk), Some(secret)) = (&admin.desk, &admin.webhook_secret) else {
+    let (Some(desk), Some(secret), true) =
+        (&admin.desk, &admin.webhook_secret, admin.webhook_channel)
+    else {
         return error(
             "404 Not Found",
             "no webhook callbacks here (set BULWARK_WEBHOOK_SECRET and approvals.webhook_url)",
@@ -424,8 +428,14 @@ fn callback(req: &Req, admin: &Admin, id: &str) -> Reply {
     let sig = req
         .header(bulwark_approvals::webhook::SIGNATURE_HEADER)
         .unwrap_or_default();
-    if !bulwark_approvals::webhook::verify(secret, &req.body, sig) {
-        return error("401 Unauthorized", "bad or missing X-Bulwark-Signature");
+    let ts = req
+        .header(bulwark_approvals::webhook::TIMESTAMP_HEADER)
+        .unwrap_or_default();
+    if !bulwark_approvals::webhook::verify(secret, ts, id, &req.body, sig, unix_now()) {
+        return error(
+            "401 Unauthorized",
+            "bad, stale or missing X-Bulwark-Signature / X-Bulwark-Timestamp",
+        );
     }
     let verdict: bulwark_approvals::webhook::Verdict = match serde_json::from_slice(&req.body) {
         Ok(v) => v,

@@ -59,6 +59,10 @@ pub fn admin(
         token: config::admin_token(common)?,
         webhook_secret: webhook_secret(),
         decide_here: policy.approvals.channels.contains(&ApprovalChannel::Cli),
+        webhook_channel: policy
+            .approvals
+            .channels
+            .contains(&ApprovalChannel::Webhook),
         addr_file: Some(config::state_dir(common)?.join("admin.addr")),
     })
 }
@@ -161,10 +165,13 @@ async fn post_webhook(
             .header("content-type", "application/json")
             .body(body.clone());
         if let Some(secret) = webhook_secret() {
-            req = req.header(
-                bulwark_approvals::webhook::SIGNATURE_HEADER,
-                bulwark_approvals::webhook::sign(&secret, body.as_bytes()),
-            );
+            let ts = unix_now();
+            req = req
+                .header(bulwark_approvals::webhook::TIMESTAMP_HEADER, ts.to_string())
+                .header(
+                    bulwark_approvals::webhook::SIGNATURE_HEADER,
+                    bulwark_approvals::webhook::sign(&secret, ts, &r.id, body.as_bytes()),
+                );
         }
         match req.send().await {
             Ok(resp) if resp.status().is_success() => {

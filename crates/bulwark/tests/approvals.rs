@@ -629,17 +629,29 @@ fn a_webhook_decides_by_its_reply_or_by_a_signed_callback() {
     let path = callback.split_once(&admin).unwrap().1.to_string();
     // A forged callback is refused; a signed one decides.
     let body = r#"{"decision":"deny","note":"change freeze"}"#;
-    let mut s2 = std::net::TcpStream::connect(&admin).unwrap();
-    write!(s2, "POST {path} HTTP/1.1\r\nHost: {admin}\r\nX-Bulwark-Signature: sha256={}\r\nContent-Length: {}\r\n\r\n{body}", "0".repeat(64), body.len()).unwrap();
-    let mut text = String::new();
-    s2.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 401"), "{text}");
-    let sig = sign(secret.as_bytes(), body.as_bytes());
-    let mut s3 = std::net::TcpStream::connect(&admin).unwrap();
-    write!(s3, "POST {path} HTTP/1.1\r\nHost: {admin}\r\nX-Bulwark-Signature: {sig}\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
-    let mut text = String::new();
-    s3.read_to_string(&mut text).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let post = |ts: u64, signed_for: &str, sig_secret: &[u8]| -> String {
+        let sig = sign(
+            sig_secret,
+            format!("v1:{ts}:{signed_for}:{body}").as_bytes(),
+        );
+        let mut c = std::net::TcpStream::connect(&admin).unwrap();
+        write!(c, "POST {path} HTTP/1.1\r\nHost: {admin}\r\nX-Bulwark-Timestamp: {ts}\r\nX-Bulwark-Signature: {sig}\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        let mut text = String::new();
+        c.read_to_string(&mut text).unwrap();
+        text
+    };
+    // Forged, signed for another request, or stale: refused.
+    assert!(post(now, &id, b"not the secret").starts_with("HTTP/1.1 401"));
+    assert!(post(now, "0123456789ab", secret.as_bytes()).starts_with("HTTP/1.1 401"));
+    assert!(post(now - 900, &id, secret.as_bytes()).starts_with("HTTP/1.1 401"));
+    let text = post(now, &id, secret.as_bytes());
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    // Replayed: the request is decided already.
+    assert!(post(now, &id, secret.as_bytes()).starts_with("HTTP/1.1 409"));
     let denied = settle(&mut s, "echo", 2, "later");
     assert_eq!(denied["reason"], "APPROVAL_DENIED", "{denied}");
     assert!(

@@ -242,6 +242,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     let sensitive = paths.iter().any(|p| ctx.policy.taint.is_sensitive_path(p))
         || ctx.predicates.contains(&"shell.sensitive_read")
         || ctx.predicates.contains(&"shell.secret_read");
+    if paths.iter().any(|p| ctx.policy.taint.is_control_path(p)) {
+        ctx.predicates.push("path.bulwark_control");
+    }
     if sensitive {
         ctx.predicates.push("path.sensitive");
         if ctx.caps.contains(Capability::FsRead) || ctx.caps.contains(Capability::ExecShell) {

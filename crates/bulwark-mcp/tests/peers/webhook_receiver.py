@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A webhook receiver for the approval tests: records every POST (body, and whether its
-X-Bulwark-Signature is right for BULWARK_WEBHOOK_SECRET's test value) as a JSON line, and
+X-Bulwark-Signature is right, over v1:TIMESTAMP:ID: and the body, for
+BULWARK_WEBHOOK_SECRET's test value) as a JSON line, and
 replies {"decision":"approve"} when the request's arguments mention "approve-me", else 202
 with nothing decided (a signed callback decides later).
 
@@ -19,9 +20,11 @@ port_file, log_file = sys.argv[1], sys.argv[2]
 class Hook(BaseHTTPRequestHandler):
     def do_POST(self):
         raw = self.rfile.read(int(self.headers.get("content-length", "0")))
-        want = "sha256=" + hmac.new(SECRET, raw, hashlib.sha256).hexdigest()
-        got = self.headers.get("x-bulwark-signature", "")
         body = json.loads(raw)
+        ts = self.headers.get("x-bulwark-timestamp", "")
+        signed = f"v1:{ts}:{body['request']['id']}:".encode() + raw
+        want = "sha256=" + hmac.new(SECRET, signed, hashlib.sha256).hexdigest()
+        got = self.headers.get("x-bulwark-signature", "")
         with open(log_file, "a") as f:
             f.write(json.dumps({"body": body, "signature_ok": hmac.compare_digest(want, got)}) + "\n")
         if "approve-me" in json.dumps(body["request"]["args"]):
