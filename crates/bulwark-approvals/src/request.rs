@@ -119,6 +119,37 @@ impl Request {
     }
 }
 
+impl Ask {
+    /// The ask for `call`, which `front` decided as `d` under `policy`: `None` when the
+    /// decision names no call digest (nothing an approval could be bound to). The timeout
+    /// is the policy's for the tool and severity, a second at least.
+    pub fn for_call(
+        front: &str,
+        call: &bulwark_engine::Call,
+        d: &bulwark_engine::Decision,
+        policy: &bulwark_policy::Policy,
+    ) -> Option<Ask> {
+        let timeout_ms = policy
+            .approvals
+            .timeout_for(&call.tool.name, d.severity)
+            .max(1000);
+        Some(Ask {
+            digest: d.call_digest.clone()?,
+            front: front.to_string(),
+            tool: call.tool.name.clone(),
+            server: call.tool.server.clone(),
+            session: call.session.clone(),
+            principal: call.principal.id.clone(),
+            policy_version: d.policy_version.clone(),
+            args: call.args.clone(),
+            reason: d.reason.clone(),
+            rule_id: d.rule_id.clone(),
+            severity: d.severity,
+            timeout_s: timeout_ms.div_ceil(1000),
+        })
+    }
+}
+
 /// What a front knows when it asks for a person.
 #[derive(Clone, Debug)]
 pub struct Ask {

@@ -84,21 +84,13 @@ pub fn verify(
     let Some(hex) = header.trim().strip_prefix("sha256=") else {
         return false;
     };
-    let Some(tag) = unhex(hex) else { return false };
+    let Some(tag) = bulwark_audit::keys::unhex32(hex) else {
+        return false;
+    };
     let Some(mac) = mac_of(secret, ts, id, body) else {
         return false;
     };
-    tag.len() == 32 && mac.verify_slice(&tag).is_ok()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    mac.verify_slice(&tag).is_ok()
 }
 
 #[cfg(test)]

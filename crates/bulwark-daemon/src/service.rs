@@ -317,9 +317,9 @@ impl Service {
             .evaluate_measured(&call, self.metrics.as_deref());
         let mut approval = None;
         if d.decision == Verdict::Approve
-            && let (Some(desk), Some(digest)) = (&self.approvals, d.call_digest.clone())
+            && let Some(desk) = &self.approvals
         {
-            approval = Some(self.ask(desk, &call, &mut d, digest));
+            approval = Some(self.ask(desk, &call, &mut d));
         }
         self.record(&d, &call)?;
         let mut reply = evaluate::reply(&d);
@@ -331,35 +331,11 @@ impl Service {
 
     /// Asks the desk about a call the engine says needs a person; `d` becomes the answer
     /// (still `approve` while it waits). Returns what the reply says of the request.
-    fn ask(
-        &self,
-        desk: &bulwark_approvals::Desk,
-        call: &Call,
-        d: &mut Decision,
-        digest: String,
-    ) -> Value {
+    fn ask(&self, desk: &bulwark_approvals::Desk, call: &Call, d: &mut Decision) -> Value {
         use bulwark_approvals::Outcome;
         use bulwark_engine::ReasonCode;
         let engine = self.evaluator.policy();
-        let timeout_ms = engine
-            .policy()
-            .approvals
-            .timeout_for(&call.tool.name, d.severity)
-            .max(1000);
-        let ask = bulwark_approvals::Ask {
-            digest,
-            front: "daemon".into(),
-            tool: call.tool.name.clone(),
-            server: call.tool.server.clone(),
-            session: call.session.clone(),
-            principal: call.principal.id.clone(),
-            policy_version: d.policy_version.clone(),
-            args: call.args.clone(),
-            reason: d.reason.clone(),
-            rule_id: d.rule_id.clone(),
-            severity: d.severity,
-            timeout_s: timeout_ms.div_ceil(1000),
-        };
+        let ask = bulwark_approvals::Ask::for_call("daemon", call, d, engine.policy());
         let now_s = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|t| t.as_secs())
@@ -374,7 +350,11 @@ impl Service {
                 "Do not retry this call as it is; ask the user what they want instead.".into(),
             );
         };
-        match desk.ask(&ask, now_s) {
+        let outcome = match &ask {
+            Some(ask) => desk.ask(ask, now_s),
+            None => Outcome::Unavailable("the decision names no call to approve".into()),
+        };
+        match outcome {
             Outcome::Pending(r) => {
                 d.reason = format!(
                     "{} Waiting for a person: approval request {} (bulwark approvals approve {}); evaluate the same call again for the answer.",

@@ -495,28 +495,15 @@ impl Judge {
         let approvable = self.header_approvals
             && d.call_digest.is_some()
             && (d.decision == Verdict::Approve || d.reason_code == Some(ReasonCode::TaintRevoked));
-        let request = match (&self.desk, &d.call_digest) {
-            (Some(desk), Some(digest)) if approvable => {
-                let policy = self.engine.policy();
-                let ask = bulwark_approvals::Ask {
-                    digest: digest.clone(),
-                    front: "proxy".into(),
-                    tool: name.to_string(),
-                    server: None,
-                    session: self.session.clone(),
-                    principal: self.principal.id.clone(),
-                    policy_version: d.policy_version.clone(),
-                    args: args.clone(),
-                    reason: d.reason.clone(),
-                    rule_id: d.rule_id.clone(),
-                    severity: d.severity,
-                    timeout_s: policy
-                        .approvals
-                        .timeout_for(name, d.severity)
-                        .div_ceil(1000)
-                        .max(1),
+        let request = match &self.desk {
+            Some(desk) if approvable => {
+                let call = Call {
+                    principal: self.principal.clone(),
+                    ..Call::request(&self.session, name, args.clone())
                 };
-                desk.file(&ask, self.now().1).ok().map(|r| r.id)
+                bulwark_approvals::Ask::for_call("proxy", &call, &d, self.engine.policy())
+                    .and_then(|ask| desk.file(&ask, self.now().1).ok())
+                    .map(|r| r.id)
             }
             _ => None,
         };

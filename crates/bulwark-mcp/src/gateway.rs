@@ -861,24 +861,10 @@ impl Gateway {
                 (self.log)(&format!("approval {rid}: {e}"));
             }
         }
-        let timeout_ms = policy
-            .approvals
-            .timeout_for(&call.tool.name, d.severity)
-            .max(1000);
-        let ask = bulwark_approvals::Ask {
-            digest,
-            front: "mcp".into(),
-            tool: call.tool.name.clone(),
-            server: call.tool.server.clone(),
-            session: call.session.clone(),
-            principal: call.principal.id.clone(),
-            policy_version: d.policy_version.clone(),
-            args: call.args.clone(),
-            reason: d.reason.clone(),
-            rule_id: d.rule_id.clone(),
-            severity: d.severity,
-            timeout_s: timeout_ms.div_ceil(1000),
+        let Some(ask) = bulwark_approvals::Ask::for_call("mcp", call, d, policy) else {
+            return vec![self.approval_refusal(&id, d, None, d.reason.clone())];
         };
+        let timeout_ms = ask.timeout_s.saturating_mul(1000);
         let outcome = desk.ask(&ask, now_s);
         let key = jsonrpc::id_key(&id);
         match outcome {

@@ -31,6 +31,8 @@ const CONSOLE: &str = include_str!("console.html");
 
 /// What the admin listener serves.
 pub struct Admin {
+    /// Where to listen.
+    pub addr: String,
     /// The front's name, for logs and the console.
     pub front: &'static str,
     /// Decisions counted by the front.
@@ -51,8 +53,18 @@ pub struct Admin {
     pub addr_file: Option<PathBuf>,
 }
 
+/// Serves `admin` when there is one, saying where as `who`.
+pub async fn start(admin: Option<Admin>, who: &str) -> Result<()> {
+    if let Some(admin) = admin {
+        let at = serve(admin).await?;
+        eprintln!("{who}: console at http://{at}/ and metrics at http://{at}/metrics");
+    }
+    Ok(())
+}
+
 /// Binds the listener (warning when it is not loopback) and serves it in the background.
-pub async fn serve(addr: &str, admin: Admin) -> Result<SocketAddr> {
+pub async fn serve(admin: Admin) -> Result<SocketAddr> {
+    let addr = admin.addr.as_str();
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr} for the admin endpoint"))?;

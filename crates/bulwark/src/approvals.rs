@@ -42,16 +42,20 @@ pub fn desk(
     Ok(Arc::new(Desk::new(store, key, front).with_audit(audit)))
 }
 
-/// What the admin listener needs to serve approvals and the console.
+/// What the admin listener needs to serve approvals and the console, when `addr` asks for
+/// one.
 pub fn admin(
+    addr: Option<&str>,
     common: &Common,
     policy: &Policy,
     front: &'static str,
     metrics: Arc<bulwark_audit::metrics::Metrics>,
     audit: Option<Arc<bulwark_audit::AuditLog>>,
     desk: Option<Arc<Desk>>,
-) -> Result<crate::admin::Admin> {
-    Ok(crate::admin::Admin {
+) -> Result<Option<crate::admin::Admin>> {
+    let Some(addr) = addr else { return Ok(None) };
+    Ok(Some(crate::admin::Admin {
+        addr: addr.to_string(),
         front,
         metrics,
         audit,
@@ -64,7 +68,7 @@ pub fn admin(
             .channels
             .contains(&ApprovalChannel::Webhook),
         addr_file: Some(config::state_dir(common)?.join("admin.addr")),
-    })
+    }))
 }
 
 fn webhook_secret() -> Option<Vec<u8>> {

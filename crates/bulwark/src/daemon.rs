@@ -37,17 +37,15 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         audit.clone(),
         "daemon",
     )?;
-    let admin = match &args.admin {
-        Some(_) => Some(crate::approvals::admin(
-            &args.common,
-            service.evaluator.policy().policy(),
-            "daemon",
-            Arc::clone(&metrics),
-            audit.clone(),
-            Some(Arc::clone(&desk)),
-        )?),
-        None => None,
-    };
+    let admin = crate::approvals::admin(
+        args.admin.as_deref(),
+        &args.common,
+        service.evaluator.policy().policy(),
+        "daemon",
+        Arc::clone(&metrics),
+        audit.clone(),
+        Some(Arc::clone(&desk)),
+    )?;
     let service = service.with_approvals(Some(Arc::clone(&desk)));
     let service = Arc::new(match &args.admin {
         Some(_) => service.with_metrics(Arc::clone(&metrics)),
@@ -78,10 +76,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             &args.common,
             "daemon",
         );
-        if let (Some(addr), Some(admin)) = (&args.admin, admin) {
-            let at = crate::admin::serve(addr, admin).await?;
-            eprintln!("bulwark daemon: console at http://{at}/ and metrics at http://{at}/metrics");
-        }
+        crate::admin::start(admin, "bulwark daemon").await?;
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
         let mut hup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;

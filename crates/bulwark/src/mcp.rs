@@ -85,17 +85,15 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     };
     let log_name = identity.clone();
     let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
-    let admin = match &args.admin {
-        Some(_) => Some(crate::approvals::admin(
-            &args.common,
-            engine.engine().policy(),
-            "mcp",
-            Arc::clone(&metrics),
-            audit.clone(),
-            Some(Arc::clone(&desk)),
-        )?),
-        None => None,
-    };
+    let admin = crate::approvals::admin(
+        args.admin.as_deref(),
+        &args.common,
+        engine.engine().policy(),
+        "mcp",
+        Arc::clone(&metrics),
+        audit.clone(),
+        Some(Arc::clone(&desk)),
+    )?;
     let policy_for_service = Arc::clone(&engine);
     let gateway = Gateway::new(
         engine,
@@ -129,10 +127,7 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
             &args.common,
             "mcp",
         );
-        if let (Some(addr), Some(admin)) = (&args.admin, admin) {
-            let at = crate::admin::serve(addr, admin).await?;
-            eprintln!("bulwark mcp [{identity}]: console at http://{at}/ and metrics at http://{at}/metrics");
-        }
+        crate::admin::start(admin, &format!("bulwark mcp [{identity}]")).await?;
         let server = match &args.upstream_url {
             Some(url) => {
                 let remote = remote(args, url)?;
@@ -478,26 +473,19 @@ fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     let closer = shared.audit.clone();
-    let admin = match &args.admin {
-        Some(_) => Some(crate::approvals::admin(
-            &args.common,
-            shared.engine.engine().policy(),
-            "mcp",
-            Arc::clone(&metrics),
-            shared.audit.clone(),
-            Some(Arc::clone(&shared.desk)),
-        )?),
-        None => None,
-    };
+    let admin = crate::approvals::admin(
+        args.admin.as_deref(),
+        &args.common,
+        shared.engine.engine().policy(),
+        "mcp",
+        Arc::clone(&metrics),
+        shared.audit.clone(),
+        Some(Arc::clone(&shared.desk)),
+    )?;
     let (desk, engine) = (Arc::clone(&shared.desk), Arc::clone(&shared.engine));
     runtime.block_on(async move {
         crate::approvals::spawn_service(desk, engine.engine().policy(), &args.common, "mcp");
-        if let (Some(addr), Some(admin)) = (&args.admin, admin) {
-            let at = crate::admin::serve(addr, admin).await?;
-            eprintln!(
-                "bulwark mcp [servers]: console at http://{at}/ and metrics at http://{at}/metrics"
-            );
-        }
+        crate::admin::start(admin, "bulwark mcp [servers]").await?;
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis())
@@ -580,17 +568,15 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
             }),
         }
     };
-    let admin = match &args.admin {
-        Some(_) => Some(crate::approvals::admin(
-            &args.common,
-            shared.engine.engine().policy(),
-            "mcp",
-            Arc::clone(&metrics),
-            shared.audit.clone(),
-            Some(Arc::clone(&shared.desk)),
-        )?),
-        None => None,
-    };
+    let admin = crate::approvals::admin(
+        args.admin.as_deref(),
+        &args.common,
+        shared.engine.engine().policy(),
+        "mcp",
+        Arc::clone(&metrics),
+        shared.audit.clone(),
+        Some(Arc::clone(&shared.desk)),
+    )?;
     let Shared {
         callers,
         identity,
@@ -639,10 +625,7 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
     let closer = audit.clone();
     runtime.block_on(async move {
         crate::approvals::spawn_service(desk, engine.engine().policy(), &args.common, "mcp");
-        if let (Some(a), Some(admin)) = (&args.admin, admin) {
-            let at = crate::admin::serve(a, admin).await?;
-            eprintln!("bulwark mcp [{identity}]: console at http://{at}/ and metrics at http://{at}/metrics");
-        }
+        crate::admin::start(admin, &format!("bulwark mcp [{identity}]")).await?;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;

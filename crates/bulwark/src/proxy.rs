@@ -44,17 +44,15 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "proxy")?;
     let desk = crate::approvals::desk(&args.common, &policy, audit.clone(), "proxy")?;
     let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
-    let admin = match &args.admin {
-        Some(_) => Some(crate::approvals::admin(
-            &args.common,
-            &policy,
-            "proxy",
-            Arc::clone(&metrics),
-            audit.clone(),
-            Some(Arc::clone(&desk)),
-        )?),
-        None => None,
-    };
+    let admin = crate::approvals::admin(
+        args.admin.as_deref(),
+        &args.common,
+        &policy,
+        "proxy",
+        Arc::clone(&metrics),
+        audit.clone(),
+        Some(Arc::clone(&desk)),
+    )?;
     let engine = Arc::new(SharedEngine::new(policy));
     engine.warm_up();
     let service_engine = Arc::clone(&engine);
@@ -95,10 +93,7 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
             &args.common,
             "proxy",
         );
-        if let (Some(a), Some(admin)) = (&args.admin, admin) {
-            let at = crate::admin::serve(a, admin).await?;
-            eprintln!("bulwark proxy: console at http://{at}/ and metrics at http://{at}/metrics");
-        }
+        crate::admin::start(admin, "bulwark proxy").await?;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
