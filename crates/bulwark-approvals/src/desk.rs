@@ -34,6 +34,42 @@ pub enum Outcome {
     Unavailable(String),
 }
 
+impl Outcome {
+    /// For an answer that refuses the call: the reason code (none when no approval could
+    /// be asked for) and what the agent is told, after `reason`, the decision's own.
+    pub fn refusal(&self, reason: &str) -> Option<(Option<ReasonCode>, String)> {
+        match self {
+            Outcome::Denied(r) => {
+                let note = r
+                    .note
+                    .as_deref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default();
+                let by = r.decided_by.as_deref().unwrap_or("a person");
+                Some((
+                    Some(ReasonCode::ApprovalDenied),
+                    format!(
+                        "A person denied this call (approval {}, via {by}){note}.",
+                        r.id
+                    ),
+                ))
+            }
+            Outcome::TimedOut(r) => Some((
+                Some(ReasonCode::ApprovalTimeout),
+                format!(
+                    "Nobody approved this call in time (approval {}); a timeout is a no.",
+                    r.id
+                ),
+            )),
+            Outcome::Unavailable(why) => Some((
+                None,
+                format!("{reason} The approval cannot be asked for: {why}."),
+            )),
+            Outcome::Granted(_) | Outcome::Pending(_) => None,
+        }
+    }
+}
+
 /// Approvals for one instance: the shared store, the key tokens are signed with, and the
 /// audit log this instance writes.
 pub struct Desk {

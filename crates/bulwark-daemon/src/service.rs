@@ -369,34 +369,17 @@ impl Service {
                 *d = again;
                 json!({"id": r.id, "status": "used"})
             }
-            Outcome::Denied(r) => {
-                let note = r
-                    .note
-                    .as_deref()
-                    .map(|n| format!(": {n}"))
-                    .unwrap_or_default();
-                refuse(
-                    d,
-                    Some(ReasonCode::ApprovalDenied),
-                    format!("A person denied this call (approval {}){note}.", r.id),
-                );
-                json!({"id": r.id, "status": "denied"})
-            }
-            Outcome::TimedOut(r) => {
-                refuse(
-                    d,
-                    Some(ReasonCode::ApprovalTimeout),
-                    format!(
-                        "Nobody approved this call in time (approval {}); a timeout is a no.",
-                        r.id
-                    ),
-                );
-                json!({"id": r.id, "status": "expired"})
-            }
-            Outcome::Unavailable(why) => {
-                let reason = format!("{} The approval cannot be asked for: {why}.", d.reason);
-                refuse(d, None, reason);
-                json!({"status": "unavailable", "reason": why})
+            refused => {
+                let about = match &refused {
+                    Outcome::Denied(r) => json!({"id": r.id, "status": "denied"}),
+                    Outcome::TimedOut(r) => json!({"id": r.id, "status": "expired"}),
+                    Outcome::Unavailable(why) => json!({"status": "unavailable", "reason": why}),
+                    Outcome::Pending(_) | Outcome::Granted(_) => json!({}),
+                };
+                if let Some((code, reason)) = refused.refusal(&d.reason) {
+                    refuse(d, code, reason);
+                }
+                about
             }
         }
     }

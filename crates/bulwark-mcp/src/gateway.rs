@@ -926,7 +926,6 @@ impl Gateway {
         now_ms: u64,
     ) -> Vec<Out> {
         use bulwark_approvals::Outcome;
-        use bulwark_engine::ReasonCode;
         match outcome {
             Outcome::Granted(r) => {
                 (self.log)(&format!("approval {} used for {}", r.id, r.tool));
@@ -936,39 +935,11 @@ impl Gateway {
                 let method = "tools/call".to_string();
                 self.client_request(msg, id, method, now_ms)
             }
-            Outcome::Denied(r) => {
-                let note = r
-                    .note
-                    .as_deref()
-                    .map(|n| format!(": {n}"))
-                    .unwrap_or_default();
-                let by = r.decided_by.as_deref().unwrap_or("a person");
-                vec![self.approval_refusal(
-                    &id,
-                    d,
-                    Some(ReasonCode::ApprovalDenied),
-                    format!(
-                        "A person denied this call (approval {}, via {by}){note}.",
-                        r.id
-                    ),
-                )]
-            }
-            Outcome::TimedOut(r) => vec![self.approval_refusal(
-                &id,
-                d,
-                Some(ReasonCode::ApprovalTimeout),
-                format!(
-                    "Nobody approved this call in time (approval {}); a timeout is a no.",
-                    r.id
-                ),
-            )],
-            Outcome::Unavailable(why) => vec![self.approval_refusal(
-                &id,
-                d,
-                None,
-                format!("{} The approval cannot be asked for: {why}.", d.reason),
-            )],
             Outcome::Pending(_) => Vec::new(),
+            refused => match refused.refusal(&d.reason) {
+                Some((code, reason)) => vec![self.approval_refusal(&id, d, code, reason)],
+                None => Vec::new(),
+            },
         }
     }
 
