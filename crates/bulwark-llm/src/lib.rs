@@ -23,13 +23,9 @@
 //!
 //! let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
 //! let mut judge = Judge::new(engine, Context {
-//!     session: None,
-//!     principal: Default::default(),
-//!     tokens: vec![],
 //!     used: Arc::new(UsedTokens::in_memory()),
-//!     audit: None,
 //!     clock: Arc::new(|| (0, 0)),
-//!     cache: None,
+//!     ..Context::default()
 //! });
 //! // The agent has read a private key...
 //! let history = json!({"messages": [

@@ -365,6 +365,32 @@ pub(crate) fn compile(
             device_id: f.device_id.clone(),
             mode: f.mode.unwrap_or(schema::FleetMode::SyncBlock),
             timeout_ms: f.timeout_ms.unwrap_or(2000),
+            name: f.name.clone().unwrap_or_else(|| "default".into()),
+            public_key: f.public_key.as_ref().map(|k| {
+                let ok = k.value.len() == 64 && k.value.bytes().all(|b| b.is_ascii_hexdigit());
+                if !ok {
+                    issues.at(
+                        k.referenced,
+                        "public_key must be 64 hex digits (bulwark fleet keys)",
+                    );
+                }
+                k.value.to_ascii_lowercase()
+            }),
+            device_key_env: f.device_key_env.clone(),
+            canary: {
+                let c = f.canary.as_ref();
+                (
+                    c.and_then(|c| c.window_secs)
+                        .unwrap_or(600)
+                        .saturating_mul(1000),
+                    c.and_then(|c| c.factor).unwrap_or(5.0),
+                    c.and_then(|c| c.minutes).unwrap_or(3),
+                    c.and_then(|c| c.minute_secs)
+                        .unwrap_or(60)
+                        .max(1)
+                        .saturating_mul(1000),
+                )
+            },
         }
     });
 

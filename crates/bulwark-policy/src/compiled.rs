@@ -761,4 +761,12 @@ pub struct FleetPolicy {
     pub mode: FleetMode,
     /// Wait for sync_block.
     pub timeout_ms: u64,
+    /// Topic prefix name.
+    pub name: String,
+    /// The fleet's public key, hex.
+    pub public_key: Option<String>,
+    /// The device HMAC key's environment variable.
+    pub device_key_env: Option<String>,
+    /// Canary: (window ms, factor, minutes, minute ms).
+    pub canary: (u64, f64, u32, u64),
 }

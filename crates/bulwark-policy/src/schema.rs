@@ -714,6 +714,30 @@ pub struct Fleet {
     pub mode: Option<FleetMode>,
     /// How long `sync_block` waits for a verdict (default 2000 ms).
     pub timeout_ms: Option<u64>,
+    /// The fleet's name: the topic prefix `bulwark/v1/NAME/` (default `default`).
+    pub name: Option<String>,
+    /// The fleet's Ed25519 public key (64 hex digits, `bulwark fleet keys`): replies,
+    /// policies and kill commands signed by anything else are dropped.
+    pub public_key: Option<Spanned<String>>,
+    /// Environment variable holding this device's own HMAC-SHA256 key (64 hex digits),
+    /// which may sign its verdict replies too.
+    pub device_key_env: Option<String>,
+    /// Canary rollback after a policy update.
+    pub canary: Option<CanarySettings>,
+}
+
+/// Canary rollback settings.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CanarySettings {
+    /// Watch this long after an update (default 600 s).
+    pub window_secs: Option<u64>,
+    /// A minute spikes over this many times the earlier block rate (default 5).
+    pub factor: Option<f64>,
+    /// Consecutive spiking minutes that roll back (default 3).
+    pub minutes: Option<u32>,
+    /// The length of a "minute" in seconds (default 60; tests shorten it).
+    pub minute_secs: Option<u64>,
 }
 
 /// How an escalated call proceeds while the fleet decides (seed 000).
