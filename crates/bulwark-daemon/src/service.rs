@@ -121,6 +121,26 @@ impl Evaluator {
         self.shared.replace_policy(policy);
     }
 
+    /// Caches a fleet verdict for `tool_hash` (TTL capped by the cache; 0 removes).
+    pub fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64) {
+        let now = self.now_ms();
+        let _ = self
+            .shared
+            .state()
+            .verdicts
+            .insert(tool_hash, verdict, ttl_min, now);
+    }
+
+    /// Drops every cached fleet verdict.
+    pub fn flush_verdicts(&self) {
+        self.shared.state().verdicts.clear();
+    }
+
+    /// Turns the lockdown stage on or off (the fleet's kill switch).
+    pub fn set_lockdown(&self, on: bool) {
+        self.shared.state().lockdown = on;
+    }
+
     /// Lets the call with `digest` through once within `ttl_ms` (a person approved it).
     pub fn grant(&self, digest: String, ttl_ms: u64) {
         let until = self.now_ms().saturating_add(ttl_ms);
@@ -131,6 +151,19 @@ impl Evaluator {
     pub fn sessions(&self) -> usize {
         self.shared.sessions()
     }
+}
+
+/// How the daemon reaches the fleet: `bulwark-fleet`'s MQTT client behind it, kept out
+/// of this crate so the evaluator builds and tests without a broker.
+pub trait Escalator: Send + Sync {
+    /// Asks the fleet about `call`. With `wait`, blocks up to the policy's fleet timeout
+    /// and returns the verdict (allow, warn or block) and its TTL in minutes, or `None`
+    /// when none came; without, sends the request and returns `None` at once.
+    fn escalate(&self, call: &Call, wait: bool) -> Option<(Verdict, u64)>;
+    /// Sees every decision made (the canary watches the block rate).
+    fn observe(&self, d: &Decision);
+    /// Fleet counters for `stats`.
+    fn stats(&self) -> Value;
 }
 
 /// Where the policy comes from, for `reload`.
@@ -199,6 +232,7 @@ pub struct Service {
     audit: Option<Arc<AuditLog>>,
     metrics: Option<Arc<Metrics>>,
     approvals: Option<Arc<bulwark_approvals::Desk>>,
+    escalator: Option<Arc<dyn Escalator>>,
     /// Counters.
     pub stats: Stats,
     started: Instant,
@@ -219,6 +253,7 @@ impl Service {
             audit,
             metrics: None,
             approvals: None,
+            escalator: None,
             stats: Stats::default(),
             started: Instant::now(),
         })
@@ -227,6 +262,12 @@ impl Service {
     /// Counts every decision in `metrics` too (served by the front's admin listener).
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Service {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Sends the calls the policy escalates to the fleet through `escalator`.
+    pub fn with_escalator(mut self, escalator: Option<Arc<dyn Escalator>>) -> Service {
+        self.escalator = escalator;
         self
     }
 
@@ -315,6 +356,9 @@ impl Service {
         let mut d = self
             .evaluator
             .evaluate_measured(&call, self.metrics.as_deref());
+        if let (Some(esc), Some(mode)) = (&self.escalator, d.escalate) {
+            d = self.escalate(esc.as_ref(), &call, d, mode);
+        }
         let mut approval = None;
         if d.decision == Verdict::Approve
             && let Some(desk) = &self.approvals
@@ -322,11 +366,46 @@ impl Service {
             approval = Some(self.ask(desk, &call, &mut d));
         }
         self.record(&d, &call)?;
+        if let Some(esc) = &self.escalator {
+            esc.observe(&d);
+        }
         let mut reply = evaluate::reply(&d);
         if let Some(a) = approval {
             reply["approval"] = a;
         }
         Ok(reply)
+    }
+
+    /// A call the verdict cache missed: `sync_block` waits for the fleet and decides again
+    /// with its verdict cached (a TTL of 0 is used for this call and not kept);
+    /// `speculative` sends the request and keeps the provisional allow.
+    fn escalate(
+        &self,
+        esc: &dyn Escalator,
+        call: &Call,
+        d: Decision,
+        mode: bulwark_engine::EscalationMode,
+    ) -> Decision {
+        use sha2::{Digest, Sha256};
+        match mode {
+            bulwark_engine::EscalationMode::Speculative => {
+                esc.escalate(call, false);
+                d
+            }
+            bulwark_engine::EscalationMode::SyncBlock => {
+                let Some((verdict, ttl)) = esc.escalate(call, true) else {
+                    return d;
+                };
+                let hash: [u8; 32] = Sha256::digest(call.tool.name.as_bytes()).into();
+                self.evaluator.cache_verdict(hash, verdict, ttl.max(1));
+                let mut again = self.evaluator.evaluate(call);
+                if ttl == 0 {
+                    self.evaluator.cache_verdict(hash, verdict, 0);
+                }
+                again.eval_us += d.eval_us;
+                again
+            }
+        }
     }
 
     /// Asks the desk about a call the engine says needs a person; `d` becomes the answer
@@ -446,7 +525,8 @@ impl Service {
             "errors": g(&self.stats.errors),
             "cache_hits": g(&self.stats.cache_hits),
             "connections": {"total": g(&self.stats.connections), "open": g(&self.stats.open_connections), "refused": g(&self.stats.refused)},
-            "sessions": self.evaluator.sessions(),
+                        "sessions": self.evaluator.sessions(),
+            "fleet": self.escalator.as_ref().map(|e| e.stats()),
         })
     }
 }

@@ -110,6 +110,12 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
         });
     }
 
+    /// Removes every entry.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.order.clear();
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()

@@ -59,6 +59,11 @@ impl VerdictCache {
         Ok(ttl)
     }
 
+    /// Drops every cached verdict (a policy update, or the fleet's `FLUSH_CACHE`).
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+
     /// The cached verdict, if present and not expired.
     pub fn get(&mut self, tool_hash: &[u8; 32], now_ms: u64) -> Option<Verdict> {
         let (verdict, expires) = *self.map.peek(tool_hash)?;

@@ -102,6 +102,127 @@ pub enum Command {
     /// Human approvals of exact calls.
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// The fleet over MQTT: the verdict service, its verdicts, signed policy updates and
+    /// the kill switch (docs/fleet.md).
+    #[command(subcommand)]
+    Fleet(FleetCommand),
+}
+
+/// `bulwark fleet …`.
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Answer devices' verdict requests from the verdict store (unknown tools: BLOCK),
+    /// signed with the fleet key, and track the devices (STATE_DIR/fleet/devices.json).
+    Serve {
+        /// Shared options (the state directory holds the fleet key and verdicts).
+        #[command(flatten)]
+        common: Common,
+        /// The broker.
+        #[arg(long, value_name = "mqtt://HOST:PORT")]
+        broker: String,
+        /// The fleet's name (topic prefix bulwark/v1/NAME/).
+        #[arg(long, default_value = "default")]
+        fleet: String,
+    },
+    /// The verdict store.
+    #[command(subcommand)]
+    Verdict(VerdictCommand),
+    /// Sign a policy with its version and a fresh sequence number and publish it
+    /// (retained) to every device of the fleet.
+    #[command(disable_version_flag = true)]
+    PublishPolicy {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// The policy file (validated first).
+        file: PathBuf,
+        /// Its version: devices apply only a higher one than theirs.
+        #[arg(long)]
+        version: u64,
+        /// The broker.
+        #[arg(long, value_name = "mqtt://HOST:PORT")]
+        broker: String,
+        /// The fleet's name.
+        #[arg(long, default_value = "default")]
+        fleet: String,
+    },
+    /// Send a signed emergency command to every device: BLOCK_ALL, LOCKDOWN,
+    /// FLUSH_CACHE or RESUME.
+    Kill {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// The command.
+        command: String,
+        /// Why (recorded by every device).
+        #[arg(long)]
+        reason: Option<String>,
+        /// The broker.
+        #[arg(long, value_name = "mqtt://HOST:PORT")]
+        broker: String,
+        /// The fleet's name.
+        #[arg(long, default_value = "default")]
+        fleet: String,
+    },
+    /// The devices `bulwark fleet serve` has seen: last seen, policy version, canary
+    /// state, block rate.
+    Status {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Print the fleet's public key (for devices' `fleet.public_key`), making the key
+    /// pair on first use.
+    Keys {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+/// `bulwark fleet verdict …`.
+#[derive(Debug, Subcommand)]
+pub enum VerdictCommand {
+    /// Set the verdict for a tool (its name, or the 64-hex SHA-256 of it).
+    Set {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// The tool name or hash.
+        tool: String,
+        /// allow, warn or block.
+        #[arg(long)]
+        action: String,
+        /// Minutes devices cache it (capped there: 60 allow, 240 warn, 10080 block; 0
+        /// removes).
+        #[arg(long, default_value_t = 60)]
+        ttl: u64,
+        /// Why.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Show a tool's verdict.
+    Get {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// The tool name or hash.
+        tool: String,
+    },
+    /// List every verdict.
+    List {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Remove a tool's verdict (devices then get BLOCK for it).
+    Rm {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// The tool name or hash.
+        tool: String,
+    },
 }
 
 /// `bulwark proxy`.

@@ -47,20 +47,38 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         Some(Arc::clone(&desk)),
     )?;
     let service = service.with_approvals(Some(Arc::clone(&desk)));
-    let service = Arc::new(match &args.admin {
-        Some(_) => service.with_metrics(Arc::clone(&metrics)),
-        None => service,
-    });
-    let limits = Limits {
-        max_connections: args.max_connections as usize,
-        per_second: args.rate,
-        ..Limits::default()
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::from(args.threads))
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
+    // The fleet client runs on the daemon's runtime; the policy the fleet put in force
+    // before a restart is put back.
+    let fleet = runtime.block_on(async {
+        crate::fleet::FleetDevice::start(
+            &args.common,
+            service.evaluator.policy().policy(),
+            audit.clone(),
+        )
+    })?;
+    let service = service.with_escalator(
+        fleet
+            .clone()
+            .map(|f| f as Arc<dyn bulwark_daemon::service::Escalator>),
+    );
+    let service = Arc::new(match &args.admin {
+        Some(_) => service.with_metrics(Arc::clone(&metrics)),
+        None => service,
+    });
+    if let Some(f) = &fleet {
+        f.attach(&service);
+        f.restore(&service, args.common.policy.as_deref())?;
+    }
+    let limits = Limits {
+        max_connections: args.max_connections as usize,
+        per_second: args.rate,
+        ..Limits::default()
+    };
     runtime.block_on(async move {
         let uids = service
             .evaluator

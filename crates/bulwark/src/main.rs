@@ -20,6 +20,7 @@ mod cli;
 mod config;
 mod daemon;
 mod explain;
+mod fleet;
 mod hook;
 mod mcp;
 mod proxy;
@@ -80,6 +81,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Audit(cmd) => audit::run(&cmd),
         Command::Proxy(args) => proxy::run(&args),
         Command::Approvals(cmd) => approvals::command(&cmd),
+        Command::Fleet(cmd) => fleet::command(&cmd),
         Command::Policy(PolicyCommand::Default) => {
             print!("{}", bulwark_policy::DEFAULT_POLICY);
             Ok(ExitCode::SUCCESS)

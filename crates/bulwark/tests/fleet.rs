@@ -1,0 +1,657 @@
+//! The fleet end to end with a real broker: Mosquitto on an ephemeral loopback port,
+//! `bulwark fleet serve`, and `bulwark daemon`s as devices, driven over their sockets and
+//! attacked with `mosquitto_pub`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{BIN, Peer, eventually, free_port, scratch};
+use serde_json::{Value, json};
+
+fn mosquitto() -> PathBuf {
+    for p in [
+        "/usr/sbin/mosquitto",
+        "/usr/bin/mosquitto",
+        "/usr/local/sbin/mosquitto",
+    ] {
+        if Path::new(p).exists() {
+            return p.into();
+        }
+    }
+    panic!("mosquitto is not installed: run scripts/setup-peers");
+}
+
+/// A Mosquitto of our own on a free loopback port.
+struct Broker {
+    _peer: Peer,
+    port: u16,
+}
+
+impl Broker {
+    fn start(dir: &Path) -> Broker {
+        let port = free_port();
+        let conf = dir.join(format!("mosquitto-{port}.conf"));
+        std::fs::write(
+            &conf,
+            format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
+        )
+        .unwrap();
+        let peer = Peer(
+            Command::new(mosquitto())
+                .arg("-c")
+                .arg(&conf)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        eventually(Duration::from_secs(10), "mosquitto did not start", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        Broker { _peer: peer, port }
+    }
+
+    fn url(&self) -> String {
+        format!("mqtt://127.0.0.1:{}", self.port)
+    }
+
+    fn publish(&self, topic: &str, body: &str) {
+        let ok = Command::new("mosquitto_pub")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-q",
+                "1",
+                "-t",
+                topic,
+                "-m",
+                body,
+            ])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mosquitto_pub failed");
+    }
+
+    /// Starts capturing `count` messages on `topic`; the lines come from the returned
+    /// child's stdout.
+    fn subscribe(&self, topic: &str, count: u32) -> std::process::Child {
+        let c = Command::new("mosquitto_sub")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-q",
+                "1",
+                "-t",
+                topic,
+                "-C",
+                &count.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Subscribed before anything is published.
+        std::thread::sleep(Duration::from_millis(300));
+        c
+    }
+}
+
+fn bulwark(state: &Path, args: &[&str]) -> String {
+    let o = Command::new(BIN)
+        .args(args)
+        .arg("--state-dir")
+        .arg(state)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "bulwark {args:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The fleet service and its state directory.
+struct Fleet {
+    state: PathBuf,
+    _peer: Peer,
+    key: String,
+}
+
+impl Fleet {
+    fn start(broker: &Broker) -> Fleet {
+        let state = scratch();
+        let key = bulwark(&state, &["fleet", "keys"]).trim().to_string();
+        let peer = Peer(
+            Command::new(BIN)
+                .args([
+                    "fleet",
+                    "serve",
+                    "--broker",
+                    &broker.url(),
+                    "--fleet",
+                    "test",
+                    "--state-dir",
+                ])
+                .arg(&state)
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        // Serving once it writes its device table.
+        eventually(Duration::from_secs(15), "fleet serve did not start", || {
+            state.join("fleet/devices.json").exists().then_some(())
+        });
+        Fleet {
+            state,
+            _peer: peer,
+            key,
+        }
+    }
+
+    fn verdict(&self, tool: &str, action: &str, ttl: u64) {
+        bulwark(
+            &self.state,
+            &[
+                "fleet",
+                "verdict",
+                "set",
+                tool,
+                "--action",
+                action,
+                "--ttl",
+                &ttl.to_string(),
+            ],
+        );
+    }
+
+    fn devices(&self) -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(self.state.join("fleet/devices.json")).unwrap(),
+        )
+        .unwrap()
+    }
+}
+
+fn policy_text(
+    name: &str,
+    broker: &str,
+    key: &str,
+    device: &str,
+    mode: &str,
+    extra: &str,
+) -> String {
+    format!(
+        "version: 1\nname: {name}\n{extra}tools:\n  read_sensor:\n    capabilities: [device.sense]\n    escalate: true\n  open_valve:\n    capabilities: [device.actuate]\n    escalate: true\nfleet:\n  broker: {broker}\n  device_id: {device}\n  name: test\n  public_key: {key}\n  mode: {mode}\n  timeout_ms: 1500\n  canary: {{window_secs: 30, minute_secs: 1, minutes: 3, factor: 5}}\n"
+    )
+}
+
+/// A `bulwark daemon` as a device.
+struct Edge {
+    state: PathBuf,
+    _peer: Peer,
+    sock: BufReader<UnixStream>,
+    next: u64,
+}
+
+impl Edge {
+    fn start(broker: &str, key: &str, device: &str, mode: &str) -> Edge {
+        let state = scratch();
+        let policy = state.join("edge.yaml");
+        std::fs::write(&policy, policy_text("edge", broker, key, device, mode, "")).unwrap();
+        let socket = state.join("d.sock");
+        let peer = Peer(
+            Command::new(BIN)
+                .arg("daemon")
+                .arg("--socket")
+                .arg(&socket)
+                .arg("--state-dir")
+                .arg(&state)
+                .arg("--policy")
+                .arg(&policy)
+                .arg("--audit")
+                .arg(state.join("audit.jsonl"))
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let s = eventually(Duration::from_secs(20), "the daemon did not start", || {
+            UnixStream::connect(&socket).ok()
+        });
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut e = Edge {
+            state,
+            _peer: peer,
+            sock: BufReader::new(s),
+            next: 0,
+        };
+        // Connected to the broker once the first report went out.
+        std::thread::sleep(Duration::from_millis(500));
+        e.next = 1;
+        e
+    }
+
+    fn rpc(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let req = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        self.sock
+            .get_mut()
+            .write_all(format!("{req}\n").as_bytes())
+            .unwrap();
+        let mut line = String::new();
+        self.sock.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap()["result"].clone()
+    }
+
+    fn evaluate(&mut self, tool: &str) -> Value {
+        use sha2::{Digest, Sha256};
+        let hash: String = Sha256::digest(tool.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        // Another reading each time: the loop guard is not what this is about.
+        let content = format!("reading {}", self.next);
+        self.rpc("evaluate", json!({"tool_name": tool, "tool_hash": hash, "capabilities": 0, "session_id": 1, "content": content}))
+    }
+
+    fn fleet_stats(&mut self) -> Value {
+        self.rpc("stats", json!({}))["fleet"].clone()
+    }
+
+    fn audit(&self) -> String {
+        std::fs::read_to_string(self.state.join("audit.jsonl")).unwrap_or_default()
+    }
+}
+
+#[test]
+fn sync_block_waits_for_the_fleet_and_unknown_tools_are_blocked() {
+    let dir = scratch();
+    let broker = Broker::start(&dir);
+    let fleet = Fleet::start(&broker);
+    fleet.verdict("read_sensor", "allow", 30);
+    let mut edge = Edge::start(&broker.url(), &fleet.key, "edge-1", "sync_block");
+    let first = edge.evaluate("read_sensor");
+    assert_eq!(first["verdict"], "ALLOW", "{first}");
+    assert_eq!(
+        first["cache"], "hit",
+        "decided again with the fleet's verdict cached: {first}"
+    );
+    // Cached now: no second trip.
+    let before = edge.fleet_stats()["replies"]["accepted"].as_u64().unwrap();
+    assert_eq!(edge.evaluate("read_sensor")["verdict"], "ALLOW");
+    assert_eq!(
+        edge.fleet_stats()["replies"]["accepted"].as_u64().unwrap(),
+        before
+    );
+    // A tool the fleet has no verdict for: BLOCK.
+    let unknown = edge.evaluate("open_valve");
+    assert_eq!(unknown["verdict"], "BLOCK", "{unknown}");
+    assert_eq!(unknown["reason"], "CLOUD_BLOCK");
+    // The service tracks the device.
+    let devices = eventually(Duration::from_secs(5), "the device is tracked", || {
+        let d = fleet.devices();
+        (d["devices"]["edge-1"]["requests"].as_u64() >= Some(2)).then_some(d)
+    });
+    assert_eq!(
+        devices["devices"]["edge-1"]["last_event"], "online",
+        "{devices}"
+    );
+}
+
+#[test]
+fn with_the_broker_down_sync_block_blocks_and_speculative_allows() {
+    let dead = format!("mqtt://127.0.0.1:{}", free_port());
+    let key = "11".repeat(32);
+    let mut sync = Edge::start(&dead, &key, "edge-s", "sync_block");
+    let t0 = Instant::now();
+    let r = sync.evaluate("read_sensor");
+    assert_eq!(r["verdict"], "BLOCK", "{r}");
+    assert_eq!(r["reason"], "CLOUD_TIMEOUT");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let mut spec = Edge::start(&dead, &key, "edge-p", "speculative");
+    let r = spec.evaluate("read_sensor");
+    assert_eq!(r["verdict"], "PENDING", "{r}");
+    assert_eq!(r["decision"], "allow");
+}
+
+#[test]
+fn a_speculative_allow_that_the_fleet_blocks_is_recorded_as_retroactive() {
+    let dir = scratch();
+    let broker = Broker::start(&dir);
+    let fleet = Fleet::start(&broker);
+    fleet.verdict("open_valve", "block", 60);
+    let mut edge = Edge::start(&broker.url(), &fleet.key, "edge-r", "speculative");
+    let r = edge.evaluate("open_valve");
+    assert_eq!(r["verdict"], "PENDING", "{r}");
+    assert_eq!(r["decision"], "allow");
+    eventually(Duration::from_secs(10), "a RETROACTIVE record", || {
+        edge.audit().contains("RETROACTIVE").then_some(())
+    });
+    // From the cache now: blocked at once.
+    let again = edge.evaluate("open_valve");
+    assert_eq!(again["verdict"], "BLOCK", "{again}");
+    assert_eq!(again["reason"], "CLOUD_BLOCK");
+    assert_eq!(edge.fleet_stats()["retroactive_blocks"], 1);
+}
+
+#[test]
+fn forged_replayed_and_misdirected_replies_are_dropped_and_counted() {
+    let dir = scratch();
+    let broker = Broker::start(&dir);
+    let fleet = Fleet::start(&broker);
+    fleet.verdict("read_sensor", "allow", 0);
+    let mut one = Edge::start(&broker.url(), &fleet.key, "edge-1", "sync_block");
+    let mut two = Edge::start(&broker.url(), &fleet.key, "edge-2", "sync_block");
+    let capture = broker.subscribe("bulwark/v1/test/verdict/reply/edge-1", 1);
+    assert_eq!(one.evaluate("read_sensor")["verdict"], "ALLOW");
+    let out = capture.wait_with_output().unwrap();
+    let genuine = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let reply: Value = serde_json::from_str(&genuine).unwrap();
+    assert_eq!(reply["sig"]["alg"], "ed25519");
+    // Replayed to its device; sent to another device; altered (BLOCK instead of ALLOW).
+    broker.publish("bulwark/v1/test/verdict/reply/edge-1", &genuine);
+    broker.publish("bulwark/v1/test/verdict/reply/edge-2", &genuine);
+    let mut altered = reply.clone();
+    altered["action"] = json!("BLOCK");
+    broker.publish("bulwark/v1/test/verdict/reply/edge-1", &altered.to_string());
+    broker.publish("bulwark/v1/test/verdict/reply/edge-1", "not json at all");
+    let s1 = eventually(Duration::from_secs(10), "edge-1 counted both", || {
+        let s = one.fleet_stats();
+        (s["replies"]["replayed"] == 1
+            && s["replies"]["forged"] == 1
+            && s["dropped"].as_u64() >= Some(3))
+        .then_some(s)
+    });
+    assert_eq!(s1["replies"]["accepted"], 1, "{s1}");
+    assert!(s1["dropped"].as_u64().unwrap() >= 3, "{s1}");
+    let s2 = eventually(Duration::from_secs(10), "edge-2 counted it", || {
+        let s = two.fleet_stats();
+        (s["replies"]["mismatched"] == 1).then_some(s)
+    });
+    assert_eq!(s2["replies"]["accepted"], 0, "{s2}");
+    // Nothing of that reached a decision: TTL 0 was not cached, and a fresh call asks again.
+    assert_eq!(one.evaluate("read_sensor")["verdict"], "ALLOW");
+    assert_eq!(one.fleet_stats()["replies"]["accepted"], 2);
+}
+
+#[test]
+fn signed_policy_updates_apply_and_older_or_forged_ones_do_not() {
+    let dir = scratch();
+    let broker = Broker::start(&dir);
+    let fleet = Fleet::start(&broker);
+    fleet.verdict("read_sensor", "allow", 30);
+    let mut edge = Edge::start(&broker.url(), &fleet.key, "edge-1", "sync_block");
+    assert!(
+        edge.evaluate("read_sensor")["policy_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("edge@")
+    );
+    let v2 = dir.join("v2.yaml");
+    std::fs::write(
+        &v2,
+        policy_text(
+            "edge-v2",
+            &broker.url(),
+            &fleet.key,
+            "edge-1",
+            "sync_block",
+            "",
+        ),
+    )
+    .unwrap();
+    bulwark(
+        &fleet.state,
+        &[
+            "fleet",
+            "publish-policy",
+            v2.to_str().unwrap(),
+            "--version",
+            "2",
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+    eventually(Duration::from_secs(10), "policy 2 in force", || {
+        (edge.fleet_stats()["policy_version"] == 2).then_some(())
+    });
+    let r = edge.evaluate("read_sensor");
+    assert!(
+        r["policy_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("edge-v2@"),
+        "{r}"
+    );
+    // An older version: refused (anti-rollback).
+    let v1 = dir.join("v1.yaml");
+    std::fs::write(
+        &v1,
+        policy_text(
+            "edge-old",
+            &broker.url(),
+            &fleet.key,
+            "edge-1",
+            "sync_block",
+            "",
+        ),
+    )
+    .unwrap();
+    bulwark(
+        &fleet.state,
+        &[
+            "fleet",
+            "publish-policy",
+            v1.to_str().unwrap(),
+            "--version",
+            "1",
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+    // Signed by another key: refused.
+    let rogue = scratch();
+    let v9 = dir.join("v9.yaml");
+    std::fs::write(
+        &v9,
+        policy_text(
+            "edge-rogue",
+            &broker.url(),
+            &fleet.key,
+            "edge-1",
+            "sync_block",
+            "lockdown: true\n",
+        ),
+    )
+    .unwrap();
+    bulwark(
+        &rogue,
+        &[
+            "fleet",
+            "publish-policy",
+            v9.to_str().unwrap(),
+            "--version",
+            "9",
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+    eventually(Duration::from_secs(10), "both refusals counted", || {
+        (edge.fleet_stats()["dropped"].as_u64() >= Some(2)).then_some(())
+    });
+    assert_eq!(edge.fleet_stats()["policy_version"], 2);
+    let r = edge.evaluate("read_sensor");
+    assert!(
+        r["policy_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("edge-v2@"),
+        "{r}"
+    );
+    assert_eq!(r["verdict"], "ALLOW");
+    // The service saw the device report it.
+    eventually(
+        Duration::from_secs(5),
+        "the report reached the service",
+        || (fleet.devices()["devices"]["edge-1"]["policy_version"] == 2).then_some(()),
+    );
+}
+
+#[test]
+fn a_block_rate_spike_after_an_update_rolls_it_back() {
+    let dir = scratch();
+    let broker = Broker::start(&dir);
+    let fleet = Fleet::start(&broker);
+    fleet.verdict("read_sensor", "allow", 30);
+    let mut edge = Edge::start(&broker.url(), &fleet.key, "edge-c", "sync_block");
+    // A baseline: two "minutes" (1 s each here) of allowed calls.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(2200) {
+        assert_eq!(edge.evaluate("read_sensor")["verdict"], "ALLOW");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // An update that blocks everything.
+    let bad = dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        policy_text(
+            "edge-bad",
+            &broker.url(),
+            &fleet.key,
+            "edge-c",
+            "sync_block",
+            "lockdown: true\n",
+        ),
+    )
+    .unwrap();
+    bulwark(
+        &fleet.state,
+        &[
+            "fleet",
+            "publish-policy",
+            bad.to_str().unwrap(),
+            "--version",
+            "5",
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+    eventually(Duration::from_secs(10), "the update applied", || {
+        (edge.fleet_stats()["policy_version"] == 5).then_some(())
+    });
+    // Blocked minute after minute, until the canary restores the previous policy.
+    let restored = eventually(Duration::from_secs(15), "rolled back", || {
+        let r = edge.evaluate("read_sensor");
+        std::thread::sleep(Duration::from_millis(50));
+        (r["verdict"] == "ALLOW").then_some(r)
+    });
+    assert!(
+        restored["policy_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("edge@"),
+        "{restored}"
+    );
+    assert!(edge.audit().contains("rolled back to the previous policy"));
+    eventually(
+        Duration::from_secs(5),
+        "the rollback reached the service",
+        || (fleet.devices()["devices"]["edge-c"]["last_event"] == "rollback").then_some(()),
+    );
+}
+
+#[test]
+fn the_kill_switch_reaches_every_device_and_resume_lifts_it() {
+    let dir = scratch();
+    let broker = Broker::start(&dir);
+    let fleet = Fleet::start(&broker);
+    fleet.verdict("read_sensor", "allow", 30);
+    let mut edges: Vec<Edge> = (1..=3)
+        .map(|i| {
+            Edge::start(
+                &broker.url(),
+                &fleet.key,
+                &format!("edge-{i}"),
+                "sync_block",
+            )
+        })
+        .collect();
+    for e in &mut edges {
+        assert_eq!(e.evaluate("read_sensor")["verdict"], "ALLOW");
+    }
+    let t0 = Instant::now();
+    bulwark(
+        &fleet.state,
+        &[
+            "fleet",
+            "kill",
+            "BLOCK_ALL",
+            "--reason",
+            "incident 7",
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+    for e in &mut edges {
+        let r = eventually(Duration::from_secs(10), "locked down", || {
+            let r = e.evaluate("read_sensor");
+            (r["verdict"] == "BLOCK").then_some(r)
+        });
+        assert_eq!(r["reason"], "LOCKDOWN", "{r}");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    // A kill command signed by anyone else is ignored.
+    let rogue = scratch();
+    bulwark(
+        &rogue,
+        &[
+            "fleet",
+            "kill",
+            "RESUME",
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(edges[0].evaluate("read_sensor")["reason"], "LOCKDOWN");
+    bulwark(
+        &fleet.state,
+        &[
+            "fleet",
+            "kill",
+            "RESUME",
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+    for e in &mut edges {
+        eventually(Duration::from_secs(10), "resumed", || {
+            (e.evaluate("read_sensor")["verdict"] == "ALLOW").then_some(())
+        });
+    }
+}
