@@ -81,6 +81,10 @@ impl FleetClient {
         opts.set_clean_session(true);
         opts.set_max_packet_size(crate::wire::MAX_MESSAGE, crate::wire::MAX_MESSAGE);
         let (client, mut eventloop) = AsyncClient::new(opts, 256);
+        // Small messages both ways: Nagle and delayed ACKs would add tens of ms each.
+        let mut net = rumqttc::NetworkOptions::new();
+        net.set_tcp_nodelay(true);
+        eventloop.set_network_options(net);
         let (tx, rx) = mpsc::channel(EVENT_QUEUE);
         let me = Arc::new(FleetClient {
             client,

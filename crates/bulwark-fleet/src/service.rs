@@ -286,6 +286,10 @@ impl FleetService {
         opts.set_clean_session(true);
         opts.set_max_packet_size(crate::wire::MAX_MESSAGE, crate::wire::MAX_MESSAGE);
         let (client, mut eventloop) = AsyncClient::new(opts, 4096);
+        // Small messages both ways: Nagle and delayed ACKs would add tens of ms each.
+        let mut net = rumqttc::NetworkOptions::new();
+        net.set_tcp_nodelay(true);
+        eventloop.set_network_options(net);
         let this = Arc::clone(&self);
         let run = async move {
             let mut backoff = Duration::from_millis(100);
@@ -343,6 +347,10 @@ pub async fn publish_retained(
     opts.set_keep_alive(Duration::from_secs(5));
     opts.set_max_packet_size(crate::wire::MAX_MESSAGE, crate::wire::MAX_MESSAGE);
     let (client, mut eventloop) = AsyncClient::new(opts, 16);
+    // Small messages both ways: Nagle and delayed ACKs would add tens of ms each.
+    let mut net = rumqttc::NetworkOptions::new();
+    net.set_tcp_nodelay(true);
+    eventloop.set_network_options(net);
     client
         .publish(topic, QoS::AtLeastOnce, true, body)
         .await

@@ -39,7 +39,7 @@ impl Broker {
         let conf = dir.join(format!("mosquitto-{port}.conf"));
         std::fs::write(
             &conf,
-            format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
+            format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n"),
         )
         .unwrap();
         let peer = Peer(
