@@ -436,7 +436,18 @@ fn help_exists_for_every_command() {
         &["approvals", "list", "--help"],
         &["approvals", "show", "--help"],
         &["approvals", "approve", "--help"],
-        &["approvals", "deny", "--help"],
+                &["approvals", "deny", "--help"],
+        &["fleet", "--help"],
+        &["fleet", "serve", "--help"],
+        &["fleet", "verdict", "--help"],
+        &["fleet", "verdict", "set", "--help"],
+        &["fleet", "verdict", "get", "--help"],
+        &["fleet", "verdict", "list", "--help"],
+        &["fleet", "verdict", "rm", "--help"],
+        &["fleet", "publish-policy", "--help"],
+        &["fleet", "kill", "--help"],
+        &["fleet", "status", "--help"],
+        &["fleet", "keys", "--help"],
     ] {
         let o = bulwark(args, "");
         assert!(o.status.success(), "{args:?}");
