@@ -436,7 +436,7 @@ fn help_exists_for_every_command() {
         &["approvals", "list", "--help"],
         &["approvals", "show", "--help"],
         &["approvals", "approve", "--help"],
-                &["approvals", "deny", "--help"],
+        &["approvals", "deny", "--help"],
         &["fleet", "--help"],
         &["fleet", "serve", "--help"],
         &["fleet", "verdict", "--help"],
