@@ -159,11 +159,14 @@ pub trait Escalator: Send + Sync {
     /// Asks the fleet about `call`. With `wait`, blocks up to the policy's fleet timeout
     /// and returns the verdict (allow, warn or block) and its TTL in minutes, or `None`
     /// when none came; without, sends the request and returns `None` at once.
-    fn escalate(&self, call: &Call, wait: bool) -> Option<(Verdict, u64)>;
+    fn escalate(&self, call: &Call, d: &Decision, wait: bool) -> Option<(Verdict, u64)>;
     /// Sees every decision made (the canary watches the block rate).
     fn observe(&self, d: &Decision);
     /// Fleet counters for `stats`.
     fn stats(&self) -> Value;
+    /// The fleet's version of the policy in force, when the fleet put it there (a local
+    /// reload would silently replace it).
+    fn fleet_policy(&self) -> Option<u64>;
 }
 
 /// Where the policy comes from, for `reload`.
@@ -389,11 +392,11 @@ impl Service {
         use sha2::{Digest, Sha256};
         match mode {
             bulwark_engine::EscalationMode::Speculative => {
-                esc.escalate(call, false);
+                esc.escalate(call, &d, false);
                 d
             }
             bulwark_engine::EscalationMode::SyncBlock => {
-                let Some((verdict, ttl)) = esc.escalate(call, true) else {
+                let Some((verdict, ttl)) = esc.escalate(call, &d, true) else {
                     return d;
                 };
                 let hash: [u8; 32] = Sha256::digest(call.tool.name.as_bytes()).into();
@@ -499,6 +502,14 @@ impl Service {
 
     /// Reloads the policy from its source; on failure the previous policy stays in force.
     pub fn reload(&self) -> Result<Value, RpcError> {
+        if let Some(v) = self.escalator.as_ref().and_then(|e| e.fleet_policy()) {
+            return Err(RpcError::new(
+                rpc::INTERNAL_ERROR,
+                format!(
+                    "the fleet's policy version {v} is in force; publish a newer one instead (bulwark fleet publish-policy)"
+                ),
+            ));
+        }
         match self.source.load() {
             Ok(p) => {
                 let version = p.version.clone();

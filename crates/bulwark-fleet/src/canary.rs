@@ -127,7 +127,9 @@ impl Canary {
             return None;
         }
         self.judged_minute = Some(minute);
-        let limit = self.cfg.factor * self.baseline.max(self.cfg.floor);
+        // Capped below 1: a device that blocked a fifth of its calls before could otherwise
+        // never spike at all.
+        let limit = (self.cfg.factor * self.baseline.max(self.cfg.floor)).min(0.9);
         match self.rates.last_minute(now_ms, self.cfg.minute_ms) {
             Some((rate, n)) if n >= self.cfg.min_decisions && rate > limit => {
                 self.spiking += 1;
@@ -141,8 +143,9 @@ impl Canary {
                     ));
                 }
             }
-            Some((_, n)) if n >= self.cfg.min_decisions => self.spiking = 0,
-            _ => {}
+            // A clean minute, or one too quiet to say anything, breaks the run: the minutes
+            // must be consecutive.
+            _ => self.spiking = 0,
         }
         None
     }

@@ -37,14 +37,23 @@ pub enum FleetEvent {
     /// A policy update passed its checks: validate, apply, report.
     Policy(PolicyUpdate),
     /// A kill command passed its checks: carry it out.
-    Kill(KillCommand, String),
-    /// A message was dropped (forged, replayed, late, mismatched, refused): for the log.
-    Dropped(String),
+    Kill(KillCommand, u64, String),
 }
 
-/// Events queued for the front at most; past it they are dropped and counted (the device
-/// state is already updated, so a dropped verdict is only a cache miss later).
+/// Verdicts queued for the front at most; past it they are dropped and counted (a dropped
+/// verdict is only a cache miss later).
 pub const EVENT_QUEUE: usize = 1024;
+/// Policy updates and kill commands queued at most. They come on their own queue, which
+/// nothing unsigned reaches, so junk on a device's topics cannot crowd them out.
+pub const CONTROL_QUEUE: usize = 64;
+
+/// The two queues a front reads.
+pub struct Events {
+    /// Verdicts for calls nobody waits for.
+    pub verdicts: mpsc::Receiver<FleetEvent>,
+    /// Policy updates and kill commands.
+    pub control: mpsc::Receiver<FleetEvent>,
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {
@@ -62,16 +71,14 @@ pub struct FleetClient {
     seed: [u8; 32],
     counter: std::sync::atomic::AtomicU64,
     clock: std::time::Instant,
+    dropped: std::sync::atomic::AtomicU64,
+    last_dropped: Mutex<String>,
 }
 
 impl FleetClient {
     /// Connects in the background (the returned client works before the broker answers:
     /// requests fail or time out until it does) and starts the event loop.
-    pub fn start(
-        cfg: ClientConfig,
-        device: Device,
-        seed: [u8; 32],
-    ) -> (Arc<FleetClient>, mpsc::Receiver<FleetEvent>) {
+    pub fn start(cfg: ClientConfig, device: Device, seed: [u8; 32]) -> (Arc<FleetClient>, Events) {
         let mut opts = MqttOptions::new(
             format!("bulwark-{}", cfg.device),
             cfg.host.clone(),
@@ -85,7 +92,8 @@ impl FleetClient {
         let mut net = rumqttc::NetworkOptions::new();
         net.set_tcp_nodelay(true);
         eventloop.set_network_options(net);
-        let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+        let (tx, verdicts) = mpsc::channel(EVENT_QUEUE);
+        let (ctl, control) = mpsc::channel(CONTROL_QUEUE);
         let me = Arc::new(FleetClient {
             client,
             cfg,
@@ -94,19 +102,22 @@ impl FleetClient {
             seed,
             counter: std::sync::atomic::AtomicU64::new(0),
             clock: std::time::Instant::now(),
+            dropped: std::sync::atomic::AtomicU64::new(0),
+            last_dropped: Mutex::new(String::new()),
         });
         let this = Arc::clone(&me);
         tokio::spawn(async move {
             let mut backoff = Duration::from_millis(100);
+            let mut resubscribe = false;
             loop {
                 match eventloop.poll().await {
                     Ok(Event::Incoming(Packet::ConnAck(_))) => {
                         backoff = Duration::from_millis(100);
                         // A clean session forgets subscriptions: make them on every connect.
-                        this.subscribe().await;
+                        resubscribe = true;
                     }
                     Ok(Event::Incoming(Packet::Publish(p))) => {
-                        this.incoming(&p.topic, &p.payload, &tx);
+                        this.incoming(&p.topic, &p.payload, &tx, &ctl);
                     }
                     Ok(_) => {}
                     Err(_) => {
@@ -114,21 +125,41 @@ impl FleetClient {
                         backoff = (backoff * 2).min(Duration::from_secs(5));
                     }
                 }
+                // Never awaited here: only this loop drains the request queue, so waiting
+                // for room in it would wait for ever. A full queue is tried again next turn.
+                if resubscribe {
+                    resubscribe = !this.subscribe();
+                }
                 this.expire();
             }
         });
-        (me, rx)
+        (me, Events { verdicts, control })
     }
 
-    async fn subscribe(&self) {
+    fn subscribe(&self) -> bool {
         let c = &self.cfg;
-        for t in [
+        [
             topics::reply(&c.fleet, &c.device),
             topics::policy(&c.fleet),
             topics::kill(&c.fleet),
-        ] {
-            let _ = self.client.subscribe(t, QoS::AtLeastOnce).await;
-        }
+        ]
+        .into_iter()
+        .all(|t| self.client.try_subscribe(t, QoS::AtLeastOnce).is_ok())
+    }
+
+    fn drop_message(&self, why: String) {
+        self.dropped
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *lock(&self.last_dropped) = why;
+    }
+
+    /// Messages dropped so far (forged, replayed, late, mismatched, malformed, refused),
+    /// and why the last one was.
+    pub fn dropped(&self) -> (u64, String) {
+        (
+            self.dropped.load(std::sync::atomic::Ordering::Relaxed),
+            lock(&self.last_dropped).clone(),
+        )
     }
 
     fn now_ms(&self) -> u64 {
@@ -143,17 +174,30 @@ impl FleetClient {
         }
     }
 
-    fn incoming(&self, topic: &str, payload: &[u8], tx: &mpsc::Sender<FleetEvent>) {
+    fn incoming(
+        &self,
+        topic: &str,
+        payload: &[u8],
+        tx: &mpsc::Sender<FleetEvent>,
+        ctl: &mpsc::Sender<FleetEvent>,
+    ) {
         let c = &self.cfg;
         let send = |e: FleetEvent| {
-            let _ = tx.try_send(e);
+            if tx.try_send(e).is_err() {
+                self.drop_message("the verdict queue is full".into());
+            }
+        };
+        let control = |e: FleetEvent| {
+            if ctl.try_send(e).is_err() {
+                self.drop_message("the control queue is full".into());
+            }
         };
         if payload.len() > crate::wire::MAX_MESSAGE {
-            return send(FleetEvent::Dropped(format!("{topic}: message too large")));
+            return self.drop_message(format!("{topic}: message too large"));
         }
         if topic == topics::reply(&c.fleet, &c.device) {
             let Ok(reply) = serde_json::from_slice::<VerdictReply>(payload) else {
-                return send(FleetEvent::Dropped("a reply that is not JSON".into()));
+                return self.drop_message("a reply that is not JSON".into());
             };
             let accepted = lock(&self.device).accept(&reply);
             match accepted {
@@ -168,32 +212,28 @@ impl FleetClient {
                         None => send(FleetEvent::Verdict(a)),
                     }
                 }
-                Err(why) => send(FleetEvent::Dropped(format!("verdict reply dropped: {why}"))),
+                Err(why) => self.drop_message(format!("verdict reply dropped: {why}")),
             }
         } else if topic == topics::policy(&c.fleet) {
             let Ok(u) = serde_json::from_slice::<PolicyUpdate>(payload) else {
-                return send(FleetEvent::Dropped(
-                    "a policy update that is not JSON".into(),
-                ));
+                return self.drop_message("a policy update that is not JSON".into());
             };
             let checked = lock(&self.device).check_policy(&u);
             match checked {
-                Ok(()) => send(FleetEvent::Policy(u)),
-                Err(why) => send(FleetEvent::Dropped(format!(
+                Ok(()) => control(FleetEvent::Policy(u)),
+                Err(why) => self.drop_message(format!(
                     "policy update {} (seq {}) refused: {why}",
                     u.version, u.seq
-                ))),
+                )),
             }
         } else if topic == topics::kill(&c.fleet) {
             let Ok(k) = serde_json::from_slice::<Kill>(payload) else {
-                return send(FleetEvent::Dropped(
-                    "a kill command that is not JSON".into(),
-                ));
+                return self.drop_message("a kill command that is not JSON".into());
             };
             let checked = lock(&self.device).check_kill(&k);
             match checked {
-                Ok(cmd) => send(FleetEvent::Kill(cmd, k.reason)),
-                Err(why) => send(FleetEvent::Dropped(format!("kill command refused: {why}"))),
+                Ok(cmd) => control(FleetEvent::Kill(cmd, k.seq, k.reason)),
+                Err(why) => self.drop_message(format!("kill command refused: {why}")),
             }
         }
     }
@@ -249,13 +289,13 @@ impl FleetClient {
         }
     }
 
-    /// Reports to the fleet (best effort).
-    pub fn report(&self, event: &str, detail: &str, canary: bool, block_rate: f64) {
+    /// Reports to the fleet (best effort), with the policy version running.
+    pub fn report(&self, event: &str, detail: &str, running: u64, canary: bool, block_rate: f64) {
         let status = Status {
             v: crate::wire::VERSION,
             device: self.cfg.device.clone(),
             event: event.to_string(),
-            policy_version: lock(&self.device).policy_version(),
+            policy_version: running,
             canary,
             block_rate,
             detail: crate::wire::cut(detail, 1000),

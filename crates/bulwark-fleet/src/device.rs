@@ -167,6 +167,13 @@ impl Device {
         self.policy_version
     }
 
+    /// Takes back the kill switch state saved before a restart: commands at or below `seq`
+    /// are stale, and `locked` says whether a `LOCKDOWN` is in force.
+    pub fn restore_kill(&mut self, seq: u64, locked: bool) {
+        self.kill_seq = seq;
+        self.locked = locked;
+    }
+
     /// Whether a `LOCKDOWN` is in force.
     pub fn locked(&self) -> bool {
         self.locked

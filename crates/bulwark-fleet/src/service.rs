@@ -58,14 +58,13 @@ pub enum StoreError {
     Full,
 }
 
+type Stamp = Option<(u64, std::time::SystemTime, u64)>;
+
 /// The verdict store: `STATE_DIR/fleet/verdicts.json`, tool hash → verdict. The CLI edits
 /// the file; a running service reads it again when it changes.
 pub struct VerdictStore {
     path: PathBuf,
-    cache: Mutex<(
-        Option<std::time::SystemTime>,
-        BTreeMap<String, StoredVerdict>,
-    )>,
+    cache: Mutex<(Stamp, Arc<BTreeMap<String, StoredVerdict>>)>,
 }
 
 impl VerdictStore {
@@ -73,7 +72,7 @@ impl VerdictStore {
     pub fn open(path: &Path) -> Result<VerdictStore, StoreError> {
         let s = VerdictStore {
             path: path.to_path_buf(),
-            cache: Mutex::new((None, BTreeMap::new())),
+            cache: Mutex::new((None, Arc::new(BTreeMap::new()))),
         };
         s.load()?;
         Ok(s)
@@ -88,18 +87,21 @@ impl VerdictStore {
         }
     }
 
-    fn load(&self) -> Result<BTreeMap<String, StoredVerdict>, StoreError> {
+    fn load(&self) -> Result<Arc<BTreeMap<String, StoredVerdict>>, StoreError> {
+        use std::os::unix::fs::MetadataExt;
+        // The file is replaced by rename on every change: a new inode even within one
+        // tick of the clock.
         let stamp = std::fs::metadata(&self.path)
-            .and_then(|m| m.modified())
-            .ok();
+            .ok()
+            .and_then(|m| Some((m.ino(), m.modified().ok()?, m.len())));
         {
             let c = lock(&self.cache);
             if stamp.is_some() && c.0 == stamp {
-                return Ok(c.1.clone());
+                return Ok(Arc::clone(&c.1));
             }
         }
-        let map = self.read()?;
-        *lock(&self.cache) = (stamp, map.clone());
+        let map = Arc::new(self.read()?);
+        *lock(&self.cache) = (stamp, Arc::clone(&map));
         Ok(map)
     }
 
@@ -110,7 +112,7 @@ impl VerdictStore {
 
     /// Every verdict.
     pub fn list(&self) -> Result<BTreeMap<String, StoredVerdict>, StoreError> {
-        self.load()
+        Ok((*self.load()?).clone())
     }
 
     /// Sets (or with `None`, removes) the verdict for `hash`.
@@ -134,7 +136,7 @@ impl VerdictStore {
             .map_err(|e| StoreError::Corrupt(self.path.clone(), e.to_string()))?;
         std::fs::write(&tmp, text).map_err(|e| StoreError::Io(tmp.clone(), e))?;
         std::fs::rename(&tmp, &self.path).map_err(|e| StoreError::Io(self.path.clone(), e))?;
-        *lock(&self.cache) = (None, BTreeMap::new());
+        *lock(&self.cache) = (None, Arc::new(BTreeMap::new()));
         Ok(changed)
     }
 }
@@ -294,13 +296,19 @@ impl FleetService {
         let run = async move {
             let mut backoff = Duration::from_millis(100);
             let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut resubscribe = false;
             loop {
+                // Never awaited: this loop alone drains the request queue.
+                if resubscribe {
+                    resubscribe = ![topics::requests(&this.fleet), topics::statuses(&this.fleet)]
+                        .into_iter()
+                        .all(|t| client.try_subscribe(t, QoS::AtLeastOnce).is_ok());
+                }
                 tokio::select! {
                     ev = eventloop.poll() => match ev {
                         Ok(Event::Incoming(Packet::ConnAck(_))) => {
                             backoff = Duration::from_millis(100);
-                            let _ = client.subscribe(topics::requests(&this.fleet), QoS::AtLeastOnce).await;
-                            let _ = client.subscribe(topics::statuses(&this.fleet), QoS::AtLeastOnce).await;
+                            resubscribe = true;
                         }
                         Ok(Event::Incoming(Packet::Publish(p))) => {
                             if let Some((topic, reply)) = this.answer(&p.topic, &p.payload) {

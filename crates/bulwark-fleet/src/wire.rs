@@ -189,3 +189,33 @@ pub fn cut(s: &str, max: usize) -> String {
     }
     s[..end].to_string()
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The exact bytes other implementations must sign: if a dependency ever turned on
+    /// serde_json's insertion-order maps, this would catch it.
+    #[test]
+    fn the_signed_form_is_pinned() {
+        let r = VerdictReply {
+            v: VERSION,
+            device: "edge-1".into(),
+            nonce: "ab".into(),
+            tool_hash: "cd".into(),
+            action: Action::Allow,
+            ttl_min: 60,
+            reason: "ok \"quoted\" é".into(),
+            sig: Some(Sig {
+                alg: "ed25519".into(),
+                value: "ff".into(),
+            }),
+        };
+        let bytes = signed_bytes("verdict-reply", &r);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "bulwark-fleet v1 verdict-reply\n{\"action\":\"ALLOW\",\"device\":\"edge-1\",\"nonce\":\"ab\",\"reason\":\"ok \\\"quoted\\\" é\",\"tool_hash\":\"cd\",\"ttl_min\":60,\"v\":1}"
+        );
+    }
+}

@@ -379,6 +379,20 @@ pub(crate) fn compile(
             device_key_env: f.device_key_env.clone(),
             canary: {
                 let c = f.canary.as_ref();
+                if let Some(c) = c {
+                    if c.factor.is_some_and(|x| !x.is_finite() || x < 1.0) {
+                        issues.at(
+                            f.broker.referenced,
+                            "fleet.canary.factor must be a number of at least 1",
+                        );
+                    }
+                    if c.minutes == Some(0) || c.window_secs == Some(0) {
+                        issues.at(
+                            f.broker.referenced,
+                            "fleet.canary.minutes and window_secs must be at least 1",
+                        );
+                    }
+                }
                 (
                     c.and_then(|c| c.window_secs)
                         .unwrap_or(600)

@@ -55,7 +55,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     // The fleet client runs on the daemon's runtime; the policy the fleet put in force
     // before a restart is put back.
     let fleet = runtime.block_on(async {
-        crate::fleet::FleetDevice::start(
+        crate::fleet::FleetDevice::new(
             &args.common,
             service.evaluator.policy().policy(),
             audit.clone(),
@@ -71,8 +71,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         None => service,
     });
     if let Some(f) = &fleet {
-        f.attach(&service);
-        f.restore(&service, args.common.policy.as_deref())?;
+        runtime.block_on(async { f.attach(&service, args.common.policy.as_deref()) })?;
     }
     let limits = Limits {
         max_connections: args.max_connections as usize,

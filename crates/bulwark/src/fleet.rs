@@ -333,45 +333,91 @@ fn serve(common: &Common, url: &str, fleet: &str) -> Result<ExitCode> {
 
 /// The device side inside `bulwark daemon`.
 pub struct FleetDevice {
-    client: Arc<FleetClient>,
+    client: std::sync::OnceLock<Arc<FleetClient>>,
+    pending: Mutex<Option<(ClientConfig, Device, [u8; 32])>>,
     handle: tokio::runtime::Handle,
     timeout: Duration,
     watch: Mutex<Watch>,
-    dropped: std::sync::atomic::AtomicU64,
     retroactive: std::sync::atomic::AtomicU64,
     service: std::sync::OnceLock<std::sync::Weak<Service>>,
     files: PolicyFiles,
     audit: Option<Arc<bulwark_audit::AuditLog>>,
+    /// The kill switch is on: its blocks say nothing about the policy.
+    killed: std::sync::atomic::AtomicBool,
 }
 
 struct Watch {
     rates: Rates,
     canary: Option<Canary>,
     cfg: CanaryConfig,
-    /// Whether a policy update may be rolled back (a previous one is kept).
-    version: u64,
+    /// The highest version applied (what anti-rollback compares with).
+    accepted: u64,
+    /// The version in force (lower than `accepted` after a rollback; 0: not the fleet's).
+    running: u64,
 }
 
-/// A/B policy slots under STATE_DIR/fleet: the one in force and the one before it.
+/// A/B policy slots under STATE_DIR/fleet: the one in force and the one before it, with
+/// their versions, and the kill switch's state. Every write is atomic (write, sync,
+/// rename), so a crash leaves the old file or the new one.
 struct PolicyFiles {
     dir: PathBuf,
 }
 
+/// The kill switch state kept across restarts.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct KillState {
+    seq: u64,
+    /// `BLOCK_ALL` or `LOCKDOWN` in force.
+    blocked: bool,
+    /// `LOCKDOWN` in force (policy updates refused).
+    locked: bool,
+}
+
 impl PolicyFiles {
-    fn current(&self) -> PathBuf {
-        self.dir.join("policy.current.yaml")
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
     }
-    fn previous(&self) -> PathBuf {
-        self.dir.join("policy.previous.yaml")
+
+    fn write(&self, name: &str, text: &str) -> Result<()> {
+        use std::io::Write;
+        let path = self.path(name);
+        let tmp = path.with_extension("tmp");
+        let mut f = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.sync_all())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
     }
-    fn version(&self) -> u64 {
-        std::fs::read_to_string(self.dir.join("policy.version"))
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0)
+
+    fn read(&self, name: &str) -> Result<Option<String>> {
+        match std::fs::read_to_string(self.path(name)) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", self.path(name).display())),
+        }
     }
-    fn set_version(&self, v: u64) {
-        let _ = std::fs::write(self.dir.join("policy.version"), v.to_string());
+
+    /// A version file: missing is 0; anything else that is not a number is an error (a
+    /// corrupt file must not read as "no policy yet", which would undo anti-rollback).
+    fn number(&self, name: &str) -> Result<u64> {
+        match self.read(name)? {
+            None => Ok(0),
+            Some(t) => t.trim().parse().with_context(|| {
+                format!(
+                    "{} is corrupt; restore it or remove the fleet state",
+                    self.path(name).display()
+                )
+            }),
+        }
+    }
+
+    fn kill(&self) -> Result<KillState> {
+        match self.read("kill.json")? {
+            None => Ok(KillState::default()),
+            Some(t) => serde_json::from_str(&t)
+                .with_context(|| format!("{} is corrupt", self.path("kill.json").display())),
+        }
     }
 }
 
@@ -384,10 +430,10 @@ fn verdict_of(a: Action) -> Verdict {
 }
 
 impl FleetDevice {
-    /// Starts the client for the policy's `fleet:` section, inside the current runtime.
-    /// The policy version in force comes from STATE_DIR/fleet/policy.version (0 before any
-    /// update).
-    pub fn start(
+    /// The device for the policy's `fleet:` section; nothing connects until
+    /// [`FleetDevice::connect`]. The state of an earlier run (the policy version applied,
+    /// the kill switch) comes from STATE_DIR/fleet.
+    pub fn new(
         common: &Common,
         policy: &bulwark_policy::Policy,
         audit: Option<Arc<bulwark_audit::AuditLog>>,
@@ -423,21 +469,24 @@ impl FleetDevice {
         let files = PolicyFiles {
             dir: fleet_dir(common)?,
         };
-        let version = files.version();
-        let device = Device::new(&device_id, trust, version);
-        let (client, events) = FleetClient::start(
-            ClientConfig {
-                host,
-                port,
-                fleet: f.name.clone(),
-                device: device_id,
-            },
-            device,
-            bulwark_audit::keys::random32()?,
-        );
+        let accepted = files.number("policy.version")?;
+        let running = files.number("policy.running")?;
+        let kill = files.kill()?;
+        let mut device = Device::new(&device_id, trust, accepted);
+        device.restore_kill(kill.seq, kill.locked);
         let (window, factor, minutes, minute) = f.canary;
-        let me = Arc::new(FleetDevice {
-            client,
+        Ok(Some(Arc::new(FleetDevice {
+            client: std::sync::OnceLock::new(),
+            pending: Mutex::new(Some((
+                ClientConfig {
+                    host,
+                    port,
+                    fleet: f.name.clone(),
+                    device: device_id,
+                },
+                device,
+                bulwark_audit::keys::random32()?,
+            ))),
             handle: tokio::runtime::Handle::current(),
             timeout: Duration::from_millis(f.timeout_ms),
             watch: Mutex::new(Watch {
@@ -450,56 +499,64 @@ impl FleetDevice {
                     minute_ms: minute,
                     ..CanaryConfig::default()
                 },
-                version,
+                accepted,
+                running,
             }),
-            dropped: std::sync::atomic::AtomicU64::new(0),
             retroactive: std::sync::atomic::AtomicU64::new(0),
             service: std::sync::OnceLock::new(),
             files,
             audit,
-        });
-        let this = Arc::clone(&me);
-        tokio::spawn(async move { this.events(events).await });
-        me.client.report("online", "", false, 0.0);
-        Ok(Some(me))
+            killed: std::sync::atomic::AtomicBool::new(kill.blocked),
+        })))
     }
 
-    /// The service whose engine the fleet drives.
-    pub fn attach(&self, service: &Arc<Service>) {
+    /// Binds the device to the service whose engine the fleet drives, puts back what an
+    /// earlier run left in force (the fleet's policy, the kill switch), then connects.
+    /// Before any update, the policy the daemon started with is kept as the slot a first
+    /// rollback returns to (empty: the built-in policy).
+    pub fn attach(
+        self: &Arc<Self>,
+        service: &Arc<Service>,
+        started_with: Option<&Path>,
+    ) -> Result<()> {
         let _ = self.service.set(Arc::downgrade(service));
-    }
-
-    /// Puts the fleet's policy back in force after a restart (the version the device
-    /// reports is that one's), or, before any update, keeps the policy the daemon started
-    /// with as the slot a first rollback returns to (empty: the built-in policy).
-    pub fn restore(&self, service: &Service, started_with: Option<&Path>) -> Result<()> {
-        let current = self.files.current();
-        if self.files.version() > 0
-            && let Ok(text) = std::fs::read_to_string(&current)
+        let running = lock(&self.watch).running;
+        let mut restored = false;
+        if running > 0
+            && let Some(text) = self.files.read("policy.current.yaml")?
         {
-            let policy = if text.is_empty() {
-                bulwark_policy::Policy::builtin()
-            } else {
-                bulwark_policy::load_str("fleet policy", &text)
-            };
-            match policy {
+            match load_policy_text(&text) {
                 Ok(p) => {
                     service.evaluator.replace_policy(p);
-                    return Ok(());
+                    restored = true;
                 }
                 Err(e) => eprintln!(
-                    "bulwark daemon: fleet: the fleet's policy in {} does not load ({e}); the file given is in force",
-                    current.display()
+                    "bulwark daemon: fleet: the fleet's policy {running} does not load ({e}); the file given is in force"
                 ),
             }
         }
-        let text = match started_with {
-            Some(p) => std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read {}", p.display()))?,
-            None => String::new(),
+        if !restored {
+            let text = match started_with {
+                Some(p) => std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read {}", p.display()))?,
+                None => String::new(),
+            };
+            self.files.write("policy.current.yaml", &text)?;
+            self.files.write("policy.running", "0")?;
+            lock(&self.watch).running = 0;
+        }
+        if self.files.kill()?.blocked {
+            service.evaluator.set_lockdown(true);
+            eprintln!("bulwark daemon: fleet: the kill switch is on (from before the restart)");
+        }
+        let Some((cfg, device, seed)) = lock(&self.pending).take() else {
+            return Ok(());
         };
-        std::fs::write(&current, text)
-            .with_context(|| format!("cannot write {}", current.display()))?;
+        let (client, events) = FleetClient::start(cfg, device, seed);
+        let _ = self.client.set(Arc::clone(&client));
+        let this = Arc::clone(self);
+        tokio::spawn(async move { this.events(events).await });
+        client.report("online", "", running, false, 0.0);
         Ok(())
     }
 
@@ -507,29 +564,32 @@ impl FleetDevice {
         self.service.get().and_then(std::sync::Weak::upgrade)
     }
 
-    fn record(
-        &self,
-        tool: &str,
-        verdict: Verdict,
-        code: Option<bulwark_engine::ReasonCode>,
-        reason: String,
-    ) {
+    fn report(&self, event: &str, detail: &str, canary: bool, rate: f64) {
+        if let Some(c) = self.client.get() {
+            c.report(event, detail, lock(&self.watch).running, canary, rate);
+        }
+    }
+
+    fn record(&self, verdict: Verdict, code: Option<bulwark_engine::ReasonCode>, reason: String) {
         let Some(a) = &self.audit else { return };
         let mut d = Decision::invalid_input(reason, "fleet");
         d.findings.clear();
         d.safer_alternative = None;
         d.decision = verdict;
         d.reason_code = code;
-        d.tool = tool.to_string();
         let _ = a.record(&bulwark_audit::Entry::bare("fleet", "fleet", &d));
     }
 
-    async fn events(self: Arc<Self>, mut rx: tokio::sync::mpsc::Receiver<FleetEvent>) {
+    async fn events(self: Arc<Self>, mut ev: bulwark_fleet::client::Events) {
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
-                ev = rx.recv() => match ev {
-                    Some(ev) => self.event(ev),
+                e = ev.control.recv() => match e {
+                    Some(e) => self.event(e),
+                    None => return,
+                },
+                e = ev.verdicts.recv() => match e {
+                    Some(e) => self.event(e),
                     None => return,
                 },
                 _ = tick.tick() => self.judge_canary(),
@@ -556,75 +616,91 @@ impl FleetDevice {
                     );
                     eprintln!("bulwark daemon: {reason}");
                     self.record(
-                        "",
                         Verdict::Block,
                         Some(bulwark_engine::ReasonCode::CloudBlock),
                         reason.clone(),
                     );
-                    self.client.report("retroactive_block", &reason, false, 0.0);
+                    self.report("retroactive_block", &reason, false, 0.0);
                 }
             }
             FleetEvent::Policy(u) => self.apply(&service, &u),
-            FleetEvent::Kill(cmd, reason) => {
+            FleetEvent::Kill(cmd, seq, reason) => {
+                let mut state = self.files.kill().unwrap_or_default();
+                state.seq = seq;
                 match cmd {
-                    KillCommand::BlockAll | KillCommand::Lockdown => {
-                        service.evaluator.set_lockdown(true)
+                    KillCommand::BlockAll => state.blocked = true,
+                    KillCommand::Lockdown => {
+                        state.blocked = true;
+                        state.locked = true;
                     }
-                    KillCommand::Resume => service.evaluator.set_lockdown(false),
+                    KillCommand::Resume => {
+                        state.blocked = false;
+                        state.locked = false;
+                    }
                     KillCommand::FlushCache => service.evaluator.flush_verdicts(),
                 }
-                let what = format!("kill switch {cmd:?}: {reason}");
+                // Kept before it takes effect, so a restart comes back in the same state.
+                if let Err(e) = serde_json::to_string(&state)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|t| self.files.write("kill.json", &t))
+                {
+                    eprintln!("bulwark daemon: fleet: cannot keep the kill switch state: {e}");
+                }
+                service.evaluator.set_lockdown(state.blocked);
+                self.killed
+                    .store(state.blocked, std::sync::atomic::Ordering::Relaxed);
+                let what = format!("kill switch {cmd:?} (seq {seq}): {reason}");
                 eprintln!("bulwark daemon: {what}");
                 self.record(
-                    "",
                     Verdict::Block,
                     Some(bulwark_engine::ReasonCode::Lockdown),
                     what.clone(),
                 );
-                self.client.report("kill_applied", &what, false, 0.0);
-            }
-            FleetEvent::Dropped(why) => {
-                self.dropped
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                eprintln!("bulwark daemon: fleet: {why}");
+                self.report("kill_applied", &what, false, 0.0);
             }
         }
     }
 
     fn apply(&self, service: &Service, u: &PolicyUpdate) {
-        let parsed = bulwark_policy::load_str(&format!("fleet policy v{}", u.version), &u.policy);
-        let policy = match parsed {
+        let policy = match load_policy_text(&u.policy) {
             Ok(p) => p,
             Err(e) => {
                 let why = format!("policy {} refused: {e}", u.version);
                 eprintln!("bulwark daemon: fleet: {why}");
-                self.client.report("policy_refused", &why, false, 0.0);
+                self.report("policy_refused", &why, false, 0.0);
                 return;
             }
         };
-        // A/B: the policy in force becomes the previous one, atomically replaced.
-        let current = service_policy_text(service, &self.files);
-        let write = || -> std::io::Result<()> {
-            std::fs::write(self.files.previous(), &current)?;
-            let tmp = self.files.current().with_extension("tmp");
-            std::fs::write(&tmp, &u.policy)?;
-            std::fs::rename(&tmp, self.files.current())
+        let running = lock(&self.watch).running;
+        // A/B: the slot in force becomes the previous one; then the new policy and its
+        // version are on disk before the engine uses it.
+        let write = || -> Result<()> {
+            let current = self.files.read("policy.current.yaml")?.unwrap_or_default();
+            self.files.write("policy.previous.yaml", &current)?;
+            self.files
+                .write("policy.previous.running", &running.to_string())?;
+            self.files.write("policy.current.yaml", &u.policy)?;
+            self.files.write("policy.version", &u.version.to_string())?;
+            self.files.write("policy.running", &u.version.to_string())
         };
         if let Err(e) = write() {
             let why = format!("policy {} not applied: {e}", u.version);
-            self.client.report("policy_refused", &why, false, 0.0);
+            eprintln!("bulwark daemon: fleet: {why}");
+            self.report("policy_refused", &why, false, 0.0);
             return;
         }
         service.evaluator.replace_policy(policy);
         service.evaluator.flush_verdicts();
-        self.files.set_version(u.version);
-        self.client.applied(u.version);
+        if let Some(c) = self.client.get() {
+            c.applied(u.version);
+        }
         let baseline = {
             let mut w = lock(&self.watch);
             let now = now_ms();
             let base = w.rates.baseline(now, w.cfg.minute_ms);
             w.canary = Some(Canary::start(w.cfg, base, now));
-            w.version = u.version;
+            w.accepted = u.version;
+            w.running = u.version;
             base
         };
         let what = format!(
@@ -634,8 +710,8 @@ impl FleetDevice {
             baseline * 100.0
         );
         eprintln!("bulwark daemon: fleet: {what}");
-        self.record("", Verdict::Allow, None, what.clone());
-        self.client.report("policy_applied", &what, true, baseline);
+        self.record(Verdict::Allow, None, what.clone());
+        self.report("policy_applied", &what, true, baseline);
     }
 
     fn judge_canary(&self) {
@@ -659,44 +735,54 @@ impl FleetDevice {
             return;
         };
         lock(&self.watch).canary = None;
-        let previous = std::fs::read_to_string(self.files.previous()).unwrap_or_default();
-        let restored = if previous.is_empty() {
-            bulwark_policy::Policy::builtin().map_err(|e| e.to_string())
-        } else {
-            bulwark_policy::load_str("previous fleet policy", &previous).map_err(|e| e.to_string())
+        let restore = || -> Result<(bulwark_policy::Policy, String, u64)> {
+            let previous = self.files.read("policy.previous.yaml")?.unwrap_or_default();
+            let version = self.files.number("policy.previous.running")?;
+            let policy = load_policy_text(&previous).map_err(anyhow::Error::msg)?;
+            self.files.write("policy.current.yaml", &previous)?;
+            self.files.write("policy.running", &version.to_string())?;
+            Ok((policy, previous, version))
         };
-        match restored {
-            Ok(p) => {
+        match restore() {
+            Ok((p, _, version)) => {
                 service.evaluator.replace_policy(p);
                 service.evaluator.flush_verdicts();
-                let _ = std::fs::write(self.files.current(), &previous);
+                lock(&self.watch).running = version;
                 let what = format!("rolled back to the previous policy: {why}");
                 eprintln!("bulwark daemon: fleet: {what}");
-                self.record("", Verdict::Block, None, what.clone());
-                self.client.report("rollback", &what, false, 0.0);
+                self.record(Verdict::Block, None, what.clone());
+                self.report("rollback", &what, false, 0.0);
             }
             Err(e) => eprintln!("bulwark daemon: fleet: cannot roll back: {e}"),
         }
     }
 }
 
-/// The text of the policy in force, for the A/B slot: the fleet's current one when there
-/// is one, else the file the daemon started with.
-fn service_policy_text(_service: &Service, files: &PolicyFiles) -> String {
-    std::fs::read_to_string(files.current()).unwrap_or_default()
+/// A policy from a slot's text: empty is the built-in policy.
+fn load_policy_text(text: &str) -> std::result::Result<bulwark_policy::Policy, String> {
+    if text.is_empty() {
+        bulwark_policy::Policy::builtin().map_err(|e| e.to_string())
+    } else {
+        bulwark_policy::load_str("fleet policy", text).map_err(|e| e.to_string())
+    }
+}
+
+/// Whether a decision says something about the policy's quality: not while the kill
+/// switch blocks everything, and not a block for the fleet not answering.
+fn counts_for_canary(d: &Decision, killed: bool) -> bool {
+    !killed && d.reason_code != Some(bulwark_engine::ReasonCode::CloudTimeout)
 }
 
 impl Escalator for FleetDevice {
-    fn escalate(&self, call: &Call, wait: bool) -> Option<(Verdict, u64)> {
+    fn escalate(&self, call: &Call, d: &Decision, wait: bool) -> Option<(Verdict, u64)> {
+        let client = Arc::clone(self.client.get()?);
         let content = match call.payload() {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        let session = json!({"id": call.session});
-        let caps = call
-            .declared_capabilities
-            .map(|c| c.to_defenseclaw())
-            .unwrap_or(0);
+        let taint: Vec<&str> = d.taint.iter().map(|t| t.as_str()).collect();
+        let session = json!({"id": call.session, "taint": taint});
+        let caps = d.capabilities.to_defenseclaw();
         if wait {
             let e = Escalation {
                 tool: &call.tool.name,
@@ -705,15 +791,14 @@ impl Escalator for FleetDevice {
                 content: &content,
                 session,
             };
-            let client = Arc::clone(&self.client);
             let timeout = self.timeout;
+            // The daemon's runtime has worker threads: this one steps out while it waits.
             let got = tokio::task::block_in_place(|| {
                 self.handle
                     .block_on(async move { client.escalate(&e, Some(timeout)).await })
             });
             return got.map(|a| (verdict_of(a.action), a.ttl_min));
         }
-        let client = Arc::clone(&self.client);
         let (tool, dest) = (call.tool.name.clone(), call.destination.clone());
         self.handle.spawn(async move {
             let e = Escalation {
@@ -729,6 +814,9 @@ impl Escalator for FleetDevice {
     }
 
     fn observe(&self, d: &Decision) {
+        if !counts_for_canary(d, self.killed.load(std::sync::atomic::Ordering::Relaxed)) {
+            return;
+        }
         let now = now_ms();
         let why = {
             let mut w = lock(&self.watch);
@@ -744,14 +832,27 @@ impl Escalator for FleetDevice {
     }
 
     fn stats(&self) -> serde_json::Value {
-        let c = self.client.counters();
         let w = lock(&self.watch);
+        let (c, dropped, last) = match self.client.get() {
+            Some(cl) => {
+                let (n, last) = cl.dropped();
+                (cl.counters(), n, last)
+            }
+            None => (Default::default(), 0, String::new()),
+        };
         json!({
-            "policy_version": w.version,
+            "policy_version": w.running,
+            "accepted_version": w.accepted,
             "canary": w.canary.is_some(),
             "replies": {"accepted": c.accepted, "forged": c.forged, "replayed": c.replayed, "late": c.late, "mismatched": c.mismatched},
-            "dropped": self.dropped.load(std::sync::atomic::Ordering::Relaxed),
+            "dropped": dropped,
+            "last_dropped": last,
             "retroactive_blocks": self.retroactive.load(std::sync::atomic::Ordering::Relaxed),
         })
+    }
+
+    fn fleet_policy(&self) -> Option<u64> {
+        let running = lock(&self.watch).running;
+        (running > 0).then_some(running)
     }
 }

@@ -207,7 +207,11 @@ struct Edge {
 
 impl Edge {
     fn start(broker: &str, key: &str, device: &str, mode: &str) -> Edge {
-        let state = scratch();
+        Edge::start_in(scratch(), broker, key, device, mode)
+    }
+
+    fn start_in(state: PathBuf, broker: &str, key: &str, device: &str, mode: &str) -> Edge {
+        let _ = std::fs::remove_file(state.join("d.sock"));
         let policy = state.join("edge.yaml");
         std::fs::write(&policy, policy_text("edge", broker, key, device, mode, "")).unwrap();
         let socket = state.join("d.sock");
@@ -621,6 +625,24 @@ fn the_kill_switch_reaches_every_device_and_resume_lifts_it() {
         assert_eq!(r["reason"], "LOCKDOWN", "{r}");
     }
     assert!(t0.elapsed() < Duration::from_secs(10));
+    // A restart keeps it, even once the retained command is a later FLUSH_CACHE.
+    let state = edges[0].state.clone();
+    drop(edges.remove(0));
+    bulwark(
+        &fleet.state,
+        &[
+            "fleet",
+            "kill",
+            "FLUSH_CACHE",
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+    let mut again = Edge::start_in(state, &broker.url(), &fleet.key, "edge-1", "sync_block");
+    assert_eq!(again.evaluate("read_sensor")["reason"], "LOCKDOWN");
+    edges.insert(0, again);
     // A kill command signed by anyone else is ignored.
     let rogue = scratch();
     bulwark(
