@@ -80,7 +80,7 @@ fn main() {
     let (samples, elapsed, failed) = rt.block_on(async move {
         let s = Arc::clone(&service);
         tokio::spawn(async move {
-            s.serve("127.0.0.1", port, std::future::pending(), |_| {})
+            s.serve("127.0.0.1", port, None, std::future::pending(), |_| {})
                 .await
         });
         let mut clients = Vec::new();
@@ -95,6 +95,7 @@ fn main() {
                     port,
                     fleet: "load".into(),
                     device: id,
+                    tls: None,
                 },
                 device,
                 seed,

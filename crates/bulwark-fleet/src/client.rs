@@ -26,6 +26,8 @@ pub struct ClientConfig {
     pub fleet: String,
     /// This device.
     pub device: String,
+    /// TLS to the broker (`mqtts://`), trusting the fleet's CA.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// What the front is told.
@@ -87,6 +89,11 @@ impl FleetClient {
         opts.set_keep_alive(Duration::from_secs(10));
         opts.set_clean_session(true);
         opts.set_max_packet_size(crate::wire::MAX_MESSAGE, crate::wire::MAX_MESSAGE);
+        if let Some(tls) = &cfg.tls {
+            opts.set_transport(rumqttc::Transport::tls_with_config(
+                rumqttc::TlsConfiguration::Rustls(Arc::clone(tls)),
+            ));
+        }
         let (client, mut eventloop) = AsyncClient::new(opts, 256);
         // Small messages both ways: Nagle and delayed ACKs would add tens of ms each.
         let mut net = rumqttc::NetworkOptions::new();

@@ -31,5 +31,6 @@ pub mod canary;
 pub mod client;
 pub mod device;
 pub mod service;
+pub mod tls;
 pub mod topics;
 pub mod wire;

@@ -276,6 +276,7 @@ impl FleetService {
         self: Arc<Self>,
         host: &str,
         port: u16,
+        tls: Option<Arc<rustls::ClientConfig>>,
         shutdown: impl std::future::Future<Output = ()>,
         on_tick: impl Fn(&FleetService) + Send + 'static,
     ) {
@@ -287,6 +288,11 @@ impl FleetService {
         opts.set_keep_alive(Duration::from_secs(10));
         opts.set_clean_session(true);
         opts.set_max_packet_size(crate::wire::MAX_MESSAGE, crate::wire::MAX_MESSAGE);
+        if let Some(tls) = tls {
+            opts.set_transport(rumqttc::Transport::tls_with_config(
+                rumqttc::TlsConfiguration::Rustls(tls),
+            ));
+        }
         let (client, mut eventloop) = AsyncClient::new(opts, 4096);
         // Small messages both ways: Nagle and delayed ACKs would add tens of ms each.
         let mut net = rumqttc::NetworkOptions::new();
@@ -343,6 +349,7 @@ impl FleetService {
 pub async fn publish_retained(
     host: &str,
     port: u16,
+    tls: Option<Arc<rustls::ClientConfig>>,
     topic: &str,
     body: Vec<u8>,
     within: Duration,
@@ -354,6 +361,11 @@ pub async fn publish_retained(
     );
     opts.set_keep_alive(Duration::from_secs(5));
     opts.set_max_packet_size(crate::wire::MAX_MESSAGE, crate::wire::MAX_MESSAGE);
+    if let Some(tls) = tls {
+        opts.set_transport(rumqttc::Transport::tls_with_config(
+            rumqttc::TlsConfiguration::Rustls(tls),
+        ));
+    }
     let (client, mut eventloop) = AsyncClient::new(opts, 16);
     // Small messages both ways: Nagle and delayed ACKs would add tens of ms each.
     let mut net = rumqttc::NetworkOptions::new();

@@ -376,7 +376,16 @@ pub(crate) fn compile(
                 }
                 k.value.to_ascii_lowercase()
             }),
-            device_key_env: f.device_key_env.clone(),
+                        device_key_env: f.device_key_env.clone(),
+            ca_file: {
+                if f.broker.value.starts_with("mqtts://") && f.ca_file.is_none() {
+                    issues.at(
+                        f.broker.referenced,
+                        "an mqtts:// broker needs fleet.ca_file: the CA that signed its certificate",
+                    );
+                }
+                f.ca_file.clone()
+            },
             canary: {
                 let c = f.canary.as_ref();
                 if let Some(c) = c {

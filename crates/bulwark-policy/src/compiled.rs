@@ -769,4 +769,6 @@ pub struct FleetPolicy {
     pub device_key_env: Option<String>,
     /// Canary: (window ms, factor, minutes, minute ms).
     pub canary: (u64, f64, u32, u64),
+    /// The broker's CA (PEM file), for `mqtts://`.
+    pub ca_file: Option<String>,
 }

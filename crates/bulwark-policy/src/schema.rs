@@ -724,6 +724,9 @@ pub struct Fleet {
     pub device_key_env: Option<String>,
     /// Canary rollback after a policy update.
     pub canary: Option<CanarySettings>,
+    /// For `mqtts://`: the PEM file of the CA that signed the broker's certificate (the
+    /// only one trusted).
+    pub ca_file: Option<String>,
 }
 
 /// Canary rollback settings.

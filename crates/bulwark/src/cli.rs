@@ -123,6 +123,9 @@ pub enum FleetCommand {
         /// The fleet's name (topic prefix bulwark/v1/NAME/).
         #[arg(long, default_value = "default")]
         fleet: String,
+        /// For mqtts://: the PEM file of the CA that signed the broker's certificate.
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<PathBuf>,
     },
     /// The verdict store.
     #[command(subcommand)]
@@ -145,6 +148,9 @@ pub enum FleetCommand {
         /// The fleet's name.
         #[arg(long, default_value = "default")]
         fleet: String,
+        /// For mqtts://: the PEM file of the CA that signed the broker's certificate.
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<PathBuf>,
     },
     /// Send a signed emergency command to every device: BLOCK_ALL, LOCKDOWN,
     /// FLUSH_CACHE or RESUME.
@@ -163,6 +169,9 @@ pub enum FleetCommand {
         /// The fleet's name.
         #[arg(long, default_value = "default")]
         fleet: String,
+        /// For mqtts://: the PEM file of the CA that signed the broker's certificate.
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<PathBuf>,
     },
     /// The devices `bulwark fleet serve` has seen: last seen, policy version, canary
     /// state, block rate.

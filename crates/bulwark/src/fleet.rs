@@ -40,11 +40,32 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// `mqtt://HOST:PORT` → (host, port).
-pub fn broker(url: &str) -> Result<(String, u16)> {
-    let rest = url.strip_prefix("mqtt://").with_context(|| {
-        format!("{url:?}: expected mqtt://HOST:PORT (mqtts is not supported yet)")
-    })?;
+/// Where the broker is.
+pub struct Broker {
+    host: String,
+    port: u16,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// `mqtt://HOST:PORT`, or `mqtts://HOST:PORT` with the CA that signed the broker's
+/// certificate (the only one trusted).
+pub fn broker(url: &str, ca: Option<&Path>) -> Result<Broker> {
+    let (rest, secure, default_port) = if let Some(r) = url.strip_prefix("mqtts://") {
+        (r, true, 8883)
+    } else if let Some(r) = url.strip_prefix("mqtt://") {
+        (r, false, 1883)
+    } else {
+        bail!("{url:?}: expected mqtt://HOST:PORT or mqtts://HOST:PORT");
+    };
+    let tls = match (secure, ca) {
+        (true, Some(ca)) => {
+            Some(bulwark_fleet::tls::client_config(ca).map_err(anyhow::Error::msg)?)
+        }
+        (true, None) => {
+            bail!("{url:?}: mqtts needs the broker's CA (--ca-file, or fleet.ca_file)")
+        }
+        (false, _) => None,
+    };
     let rest = rest.trim_end_matches('/');
     let (host, port) = match rest.rsplit_once(':') {
         Some((h, p)) => (
@@ -52,12 +73,16 @@ pub fn broker(url: &str) -> Result<(String, u16)> {
             p.parse::<u16>()
                 .with_context(|| format!("{url:?}: bad port"))?,
         ),
-        None => (rest, 1883),
+        None => (rest, default_port),
     };
     if host.is_empty() {
         bail!("{url:?}: no host");
     }
-    Ok((host.to_string(), port))
+    Ok(Broker {
+        host: host.to_string(),
+        port,
+        tls,
+    })
 }
 
 fn fleet_dir(common: &Common) -> Result<PathBuf> {
@@ -143,14 +168,17 @@ pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
             common,
             broker: url,
             fleet,
-        } => serve(common, url, fleet),
+            ca_file,
+        } => serve(common, &broker(url, ca_file.as_deref())?, fleet),
         FleetCommand::PublishPolicy {
             common,
             file,
             version,
             broker: url,
             fleet,
+            ca_file,
         } => {
+            let b = broker(url, ca_file.as_deref())?;
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
             if let Err(e) = bulwark_policy::load_str(&file.display().to_string(), &text) {
@@ -169,7 +197,7 @@ pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
             };
             u.sig = Some(s.sign("policy", &u));
             publish(
-                url,
+                &b,
                 &bulwark_fleet::topics::policy(fleet),
                 &serde_json::to_vec(&u)?,
             )?;
@@ -182,7 +210,9 @@ pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
             reason,
             broker: url,
             fleet,
+            ca_file,
         } => {
+            let b = broker(url, ca_file.as_deref())?;
             let command = match command.to_ascii_uppercase().replace('-', "_").as_str() {
                 "BLOCK_ALL" => KillCommand::BlockAll,
                 "LOCKDOWN" => KillCommand::Lockdown,
@@ -201,7 +231,7 @@ pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
             };
             k.sig = Some(s.sign("kill", &k));
             publish(
-                url,
+                &b,
                 &bulwark_fleet::topics::kill(fleet),
                 &serde_json::to_vec(&k)?,
             )?;
@@ -211,14 +241,14 @@ pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
     }
 }
 
-fn publish(url: &str, topic: &str, body: &[u8]) -> Result<()> {
-    let (host, port) = broker(url)?;
+fn publish(b: &Broker, topic: &str, body: &[u8]) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(bulwark_fleet::service::publish_retained(
-        &host,
-        port,
+        &b.host,
+        b.port,
+        b.tls.clone(),
         topic,
         body.to_vec(),
         Duration::from_secs(10),
@@ -292,11 +322,11 @@ fn verdict(cmd: &VerdictCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn serve(common: &Common, url: &str, fleet: &str) -> Result<ExitCode> {
+fn serve(common: &Common, b: &Broker, fleet: &str) -> Result<ExitCode> {
     if !bulwark_fleet::topics::valid_id(fleet) {
         bail!("--fleet {fleet:?}: letters, digits, '-', '_' and '.' only");
     }
-    let (host, port) = broker(url)?;
+    let (host, port, tls) = (b.host.clone(), b.port, b.tls.clone());
     let dir = fleet_dir(common)?;
     let store = VerdictStore::open(&dir.join("verdicts.json"))?;
     let service = Arc::new(FleetService::new(fleet, signer(common)?, store));
@@ -315,7 +345,7 @@ fn serve(common: &Common, url: &str, fleet: &str) -> Result<ExitCode> {
             }
         };
         service
-            .serve(&host, port, stop, move |s| {
+            .serve(&host, port, tls, stop, move |s| {
                 let doc = json!({
                     "devices": s.devices(),
                     "answered": s.answered.load(std::sync::atomic::Ordering::Relaxed),
@@ -441,7 +471,7 @@ impl FleetDevice {
         let Some(f) = &policy.fleet else {
             return Ok(None);
         };
-        let (host, port) = broker(&f.broker)?;
+        let b = broker(&f.broker, f.ca_file.as_deref().map(Path::new))?;
         let device_id = match &f.device_id {
             Some(d) => d.clone(),
             None => std::fs::read_to_string("/etc/hostname")
@@ -479,10 +509,11 @@ impl FleetDevice {
             client: std::sync::OnceLock::new(),
             pending: Mutex::new(Some((
                 ClientConfig {
-                    host,
-                    port,
+                    host: b.host,
+                    port: b.port,
                     fleet: f.name.clone(),
                     device: device_id,
+                    tls: b.tls,
                 },
                 device,
                 bulwark_audit::keys::random32()?,

@@ -57,6 +57,104 @@ impl Broker {
         Broker { _peer: peer, port }
     }
 
+    /// A Mosquitto that speaks only TLS, with a certificate from a CA made for the test;
+    /// the CA's PEM file with it.
+    fn start_tls(dir: &Path) -> (Broker, PathBuf) {
+        let ssl = |args: &[&str]| {
+            let o = Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let mut ca = vec!["req", "-x509"];
+        ca.extend_from_slice(&ec);
+        ca.extend_from_slice(&[
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=bulwark-test-ca",
+        ]);
+        ssl(&ca);
+        let mut csr = vec!["req"];
+        csr.extend_from_slice(&ec);
+        csr.extend_from_slice(&[
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ]);
+        ssl(&csr);
+        std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        ssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        ]);
+        // Mosquitto started as root drops to its own user before reading the key: a test
+        // key may be readable by all.
+        use std::os::unix::fs::PermissionsExt;
+        for f in ["server.key", "server.pem", "ca.pem"] {
+            std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let port = free_port();
+        let conf = dir.join("mosquitto-tls.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listener {port} 127.0.0.1\ncafile {d}/ca.pem\ncertfile {d}/server.pem\nkeyfile {d}/server.key\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n",
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        let peer = Peer(
+            Command::new(mosquitto())
+                .arg("-c")
+                .arg(&conf)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        eventually(
+            Duration::from_secs(10),
+            "mosquitto (TLS) did not start",
+            || std::net::TcpStream::connect(("127.0.0.1", port)).ok(),
+        );
+        (Broker { _peer: peer, port }, dir.join("ca.pem"))
+    }
+
     fn url(&self) -> String {
         format!("mqtt://127.0.0.1:{}", self.port)
     }
@@ -213,7 +311,9 @@ impl Edge {
     fn start_in(state: PathBuf, broker: &str, key: &str, device: &str, mode: &str) -> Edge {
         let _ = std::fs::remove_file(state.join("d.sock"));
         let policy = state.join("edge.yaml");
-        std::fs::write(&policy, policy_text("edge", broker, key, device, mode, "")).unwrap();
+        if !policy.exists() {
+            std::fs::write(&policy, policy_text("edge", broker, key, device, mode, "")).unwrap();
+        }
         let socket = state.join("d.sock");
         let peer = Peer(
             Command::new(BIN)
@@ -676,4 +776,84 @@ fn the_kill_switch_reaches_every_device_and_resume_lifts_it() {
             (e.evaluate("read_sensor")["verdict"] == "ALLOW").then_some(())
         });
     }
+}
+
+#[test]
+fn over_tls_the_fleet_works_and_a_broker_from_another_ca_is_not_trusted() {
+    let dir = scratch();
+    let (broker, ca) = Broker::start_tls(&dir);
+    let url = format!("mqtts://127.0.0.1:{}", broker.port);
+    let state = scratch();
+    let key = bulwark(&state, &["fleet", "keys"]).trim().to_string();
+    let _serve = Peer(
+        Command::new(BIN)
+            .args([
+                "fleet",
+                "serve",
+                "--broker",
+                &url,
+                "--fleet",
+                "test",
+                "--ca-file",
+            ])
+            .arg(&ca)
+            .arg("--state-dir")
+            .arg(&state)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    bulwark(
+        &state,
+        &[
+            "fleet",
+            "verdict",
+            "set",
+            "read_sensor",
+            "--action",
+            "allow",
+            "--ttl",
+            "30",
+        ],
+    );
+    let edge_state = scratch();
+    let policy = policy_text("edge", &url, &key, "edge-t", "sync_block", "")
+        + &format!("  ca_file: {}\n", ca.display());
+    std::fs::write(edge_state.join("edge.yaml"), &policy).unwrap();
+    let mut edge = Edge::start_in(edge_state, &url, &key, "edge-t", "sync_block");
+    let r = eventually(Duration::from_secs(15), "a verdict over TLS", || {
+        let r = edge.evaluate("read_sensor");
+        (r["verdict"] == "ALLOW").then_some(r)
+    });
+    assert_eq!(r["cache"], "hit", "{r}");
+    // A device trusting another CA never connects: its escalations time out (blocked).
+    let other = scratch();
+    let o = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "o.key",
+            "-out",
+            "o.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=other-ca",
+        ])
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let policy = policy_text("edge", &url, &key, "edge-x", "sync_block", "")
+        + &format!("  ca_file: {}\n", other.join("o.pem").display());
+    std::fs::write(other.join("edge.yaml"), &policy).unwrap();
+    let mut stranger = Edge::start_in(other, &url, &key, "edge-x", "sync_block");
+    let r = stranger.evaluate("read_sensor");
+    assert_eq!(r["reason"], "CLOUD_TIMEOUT", "{r}");
 }
