@@ -295,6 +295,56 @@ fn policy_text(
     )
 }
 
+/// Writes a device policy named `name` to `file` and publishes it as `version`, signed
+/// with the key in `key_state`.
+#[allow(clippy::too_many_arguments)]
+fn publish_policy(
+    key_state: &Path,
+    file: &Path,
+    broker: &Broker,
+    fleet_key: &str,
+    name: &str,
+    device: &str,
+    version: u64,
+    extra: &str,
+) {
+    let text = policy_text(name, &broker.url(), fleet_key, device, "sync_block", extra);
+    std::fs::write(file, text).unwrap();
+    let v = version.to_string();
+    bulwark(
+        key_state,
+        &[
+            "fleet",
+            "publish-policy",
+            file.to_str().unwrap(),
+            "--version",
+            &v,
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+}
+
+/// Sends a kill command signed with the key in `key_state`.
+fn kill(key_state: &Path, broker: &Broker, command: &str, reason: &str) {
+    bulwark(
+        key_state,
+        &[
+            "fleet",
+            "kill",
+            command,
+            "--reason",
+            reason,
+            "--broker",
+            &broker.url(),
+            "--fleet",
+            "test",
+        ],
+    );
+}
+
 /// A `bulwark daemon` as a device.
 struct Edge {
     state: PathBuf,
@@ -502,32 +552,15 @@ fn signed_policy_updates_apply_and_older_or_forged_ones_do_not() {
             .unwrap()
             .starts_with("edge@")
     );
-    let v2 = dir.join("v2.yaml");
-    std::fs::write(
-        &v2,
-        policy_text(
-            "edge-v2",
-            &broker.url(),
-            &fleet.key,
-            "edge-1",
-            "sync_block",
-            "",
-        ),
-    )
-    .unwrap();
-    bulwark(
+    publish_policy(
         &fleet.state,
-        &[
-            "fleet",
-            "publish-policy",
-            v2.to_str().unwrap(),
-            "--version",
-            "2",
-            "--broker",
-            &broker.url(),
-            "--fleet",
-            "test",
-        ],
+        &dir.join("v2.yaml"),
+        &broker,
+        &fleet.key,
+        "edge-v2",
+        "edge-1",
+        2,
+        "",
     );
     eventually(Duration::from_secs(10), "policy 2 in force", || {
         (edge.fleet_stats()["policy_version"] == 2).then_some(())
@@ -541,61 +574,27 @@ fn signed_policy_updates_apply_and_older_or_forged_ones_do_not() {
         "{r}"
     );
     // An older version: refused (anti-rollback).
-    let v1 = dir.join("v1.yaml");
-    std::fs::write(
-        &v1,
-        policy_text(
-            "edge-old",
-            &broker.url(),
-            &fleet.key,
-            "edge-1",
-            "sync_block",
-            "",
-        ),
-    )
-    .unwrap();
-    bulwark(
+    publish_policy(
         &fleet.state,
-        &[
-            "fleet",
-            "publish-policy",
-            v1.to_str().unwrap(),
-            "--version",
-            "1",
-            "--broker",
-            &broker.url(),
-            "--fleet",
-            "test",
-        ],
+        &dir.join("v1.yaml"),
+        &broker,
+        &fleet.key,
+        "edge-old",
+        "edge-1",
+        1,
+        "",
     );
     // Signed by another key: refused.
     let rogue = scratch();
-    let v9 = dir.join("v9.yaml");
-    std::fs::write(
-        &v9,
-        policy_text(
-            "edge-rogue",
-            &broker.url(),
-            &fleet.key,
-            "edge-1",
-            "sync_block",
-            "lockdown: true\n",
-        ),
-    )
-    .unwrap();
-    bulwark(
+    publish_policy(
         &rogue,
-        &[
-            "fleet",
-            "publish-policy",
-            v9.to_str().unwrap(),
-            "--version",
-            "9",
-            "--broker",
-            &broker.url(),
-            "--fleet",
-            "test",
-        ],
+        &dir.join("v9.yaml"),
+        &broker,
+        &fleet.key,
+        "edge-rogue",
+        "edge-1",
+        9,
+        "lockdown: true\n",
     );
     eventually(Duration::from_secs(10), "both refusals counted", || {
         (edge.fleet_stats()["dropped"].as_u64() >= Some(2)).then_some(())
@@ -632,32 +631,15 @@ fn a_block_rate_spike_after_an_update_rolls_it_back() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // An update that blocks everything.
-    let bad = dir.join("bad.yaml");
-    std::fs::write(
-        &bad,
-        policy_text(
-            "edge-bad",
-            &broker.url(),
-            &fleet.key,
-            "edge-c",
-            "sync_block",
-            "lockdown: true\n",
-        ),
-    )
-    .unwrap();
-    bulwark(
+    publish_policy(
         &fleet.state,
-        &[
-            "fleet",
-            "publish-policy",
-            bad.to_str().unwrap(),
-            "--version",
-            "5",
-            "--broker",
-            &broker.url(),
-            "--fleet",
-            "test",
-        ],
+        &dir.join("bad.yaml"),
+        &broker,
+        &fleet.key,
+        "edge-bad",
+        "edge-c",
+        5,
+        "lockdown: true\n",
     );
     eventually(Duration::from_secs(10), "the update applied", || {
         (edge.fleet_stats()["policy_version"] == 5).then_some(())
@@ -703,20 +685,7 @@ fn the_kill_switch_reaches_every_device_and_resume_lifts_it() {
         assert_eq!(e.evaluate("read_sensor")["verdict"], "ALLOW");
     }
     let t0 = Instant::now();
-    bulwark(
-        &fleet.state,
-        &[
-            "fleet",
-            "kill",
-            "BLOCK_ALL",
-            "--reason",
-            "incident 7",
-            "--broker",
-            &broker.url(),
-            "--fleet",
-            "test",
-        ],
-    );
+    kill(&fleet.state, &broker, "BLOCK_ALL", "incident 7");
     for e in &mut edges {
         let r = eventually(Duration::from_secs(10), "locked down", || {
             let r = e.evaluate("read_sensor");
@@ -728,49 +697,16 @@ fn the_kill_switch_reaches_every_device_and_resume_lifts_it() {
     // A restart keeps it, even once the retained command is a later FLUSH_CACHE.
     let state = edges[0].state.clone();
     drop(edges.remove(0));
-    bulwark(
-        &fleet.state,
-        &[
-            "fleet",
-            "kill",
-            "FLUSH_CACHE",
-            "--broker",
-            &broker.url(),
-            "--fleet",
-            "test",
-        ],
-    );
+    kill(&fleet.state, &broker, "FLUSH_CACHE", "");
     let mut again = Edge::start_in(state, &broker.url(), &fleet.key, "edge-1", "sync_block");
     assert_eq!(again.evaluate("read_sensor")["reason"], "LOCKDOWN");
     edges.insert(0, again);
     // A kill command signed by anyone else is ignored.
     let rogue = scratch();
-    bulwark(
-        &rogue,
-        &[
-            "fleet",
-            "kill",
-            "RESUME",
-            "--broker",
-            &broker.url(),
-            "--fleet",
-            "test",
-        ],
-    );
+    kill(&rogue, &broker, "RESUME", "");
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(edges[0].evaluate("read_sensor")["reason"], "LOCKDOWN");
-    bulwark(
-        &fleet.state,
-        &[
-            "fleet",
-            "kill",
-            "RESUME",
-            "--broker",
-            &broker.url(),
-            "--fleet",
-            "test",
-        ],
-    );
+    kill(&fleet.state, &broker, "RESUME", "");
     for e in &mut edges {
         eventually(Duration::from_secs(10), "resumed", || {
             (e.evaluate("read_sensor")["verdict"] == "ALLOW").then_some(())
