@@ -82,7 +82,9 @@ impl SdkClient {
             .arg(calls.to_string())
             .args(target)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            // Not inherited: the gateway it starts would hold the test harness's stderr open
+            // for the moments it takes to stop its own server.
+            .stderr(Stdio::null())
             .spawn()
             .unwrap();
         let out = child.stdout.take().unwrap();
