@@ -363,6 +363,25 @@ struct Shared {
     servers: Vec<bulwark_policy::ServerSpec>,
 }
 
+impl Shared {
+    /// The admin listener's settings when `--admin` asks for one.
+    fn admin(
+        &self,
+        args: &McpArgs,
+        metrics: &Arc<bulwark_audit::metrics::Metrics>,
+    ) -> Result<Option<crate::admin::Admin>> {
+        crate::approvals::admin(
+            args.admin.as_deref(),
+            &args.common,
+            self.engine.engine().policy(),
+            "mcp",
+            Arc::clone(metrics),
+            self.audit.clone(),
+            Some(Arc::clone(&self.desk)),
+        )
+    }
+}
+
 type MakeGateway =
     Arc<dyn Fn(&str, &Principal, &str) -> std::result::Result<Arc<Gateway>, String> + Send + Sync>;
 
@@ -473,15 +492,7 @@ fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     let closer = shared.audit.clone();
-    let admin = crate::approvals::admin(
-        args.admin.as_deref(),
-        &args.common,
-        shared.engine.engine().policy(),
-        "mcp",
-        Arc::clone(&metrics),
-        shared.audit.clone(),
-        Some(Arc::clone(&shared.desk)),
-    )?;
+    let admin = shared.admin(args, &metrics)?;
     let (desk, engine) = (Arc::clone(&shared.desk), Arc::clone(&shared.engine));
     runtime.block_on(async move {
         crate::approvals::spawn_service(desk, engine.engine().policy(), &args.common, "mcp");
@@ -568,15 +579,7 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
             }),
         }
     };
-    let admin = crate::approvals::admin(
-        args.admin.as_deref(),
-        &args.common,
-        shared.engine.engine().policy(),
-        "mcp",
-        Arc::clone(&metrics),
-        shared.audit.clone(),
-        Some(Arc::clone(&shared.desk)),
-    )?;
+    let admin = shared.admin(args, &metrics)?;
     let Shared {
         callers,
         identity,
