@@ -62,8 +62,8 @@ struct Families {
     rules: BTreeMap<(String, String), u64>,
     eval: BTreeMap<String, Histogram>,
     stages: BTreeMap<&'static str, Histogram>,
-    /// The newest decisions, for the console's live feed.
-    recent: std::collections::VecDeque<(u64, serde_json::Value)>,
+    /// The newest decisions, for the console's live feed (made into JSON only when read).
+    recent: std::collections::VecDeque<Recent>,
     seq: u64,
     /// Decisions per minute (Unix minute → counts by verdict), the newest [`MINUTES`].
     minutes: std::collections::VecDeque<(u64, [u64; 5])>,
@@ -71,6 +71,20 @@ struct Families {
 
 /// Decisions kept for the live feed.
 pub const RECENT: usize = 500;
+
+/// What the live feed keeps of a decision: what the audit log keeps, no arguments or
+/// payloads.
+struct Recent {
+    seq: u64,
+    ts_ms: u64,
+    front: String,
+    tool: String,
+    decision: &'static str,
+    reason_code: Option<&'static str>,
+    rule_id: Option<String>,
+    reason: String,
+    approved: bool,
+}
 /// Minutes of per-minute counts kept for the console's chart.
 pub const MINUTES: usize = 60;
 
@@ -145,24 +159,22 @@ impl Metrics {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
-        // What the feed shows is what the audit log keeps: no arguments, no payloads.
         f.seq += 1;
-        let seq = f.seq;
-        let item = serde_json::json!({
-            "seq": seq,
-            "ts_ms": now_ms,
-            "front": front,
-            "tool": d.tool,
-            "decision": d.decision.as_str(),
-            "reason_code": d.reason_code.map(|c| c.as_str()),
-            "rule_id": d.rule_id,
-            "reason": d.reason.chars().take(300).collect::<String>(),
-            "approved": d.approved,
-        });
+        let item = Recent {
+            seq: f.seq,
+            ts_ms: now_ms,
+            front: front.to_string(),
+            tool: d.tool.clone(),
+            decision: d.decision.as_str(),
+            reason_code: d.reason_code.map(|c| c.as_str()),
+            rule_id: d.rule_id.clone(),
+            reason: d.reason.chars().take(300).collect(),
+            approved: d.approved,
+        };
         if f.recent.len() >= RECENT {
             f.recent.pop_front();
         }
-        f.recent.push_back((seq, item));
+        f.recent.push_back(item);
         let minute = now_ms / 60_000;
         match f.minutes.back_mut() {
             Some((m, counts)) if *m == minute => counts[verdict_index(d.decision)] += 1,
@@ -182,8 +194,20 @@ impl Metrics {
         self.lock()
             .recent
             .iter()
-            .filter(|(s, _)| *s > after)
-            .map(|(_, v)| v.clone())
+            .filter(|r| r.seq > after)
+            .map(|r| {
+                serde_json::json!({
+                    "seq": r.seq,
+                    "ts_ms": r.ts_ms,
+                    "front": r.front,
+                    "tool": r.tool,
+                    "decision": r.decision,
+                    "reason_code": r.reason_code,
+                    "rule_id": r.rule_id,
+                    "reason": r.reason,
+                    "approved": r.approved,
+                })
+            })
             .collect()
     }
 
