@@ -143,9 +143,13 @@ fn reason_code(outcome: &Value) -> &str {
         .unwrap_or_default()
 }
 
-fn gateway_cmd(state: &Path, policy: &Path, admin: &str, audit: &Path) -> Vec<String> {
+/// `bulwark mcp` with an admin endpoint and an audit log around server-everything, as a
+/// command line for the SDK client; the admin address and the audit log's path.
+fn gateway_cmd(state: &Path, policy: &Path) -> (Vec<String>, String, PathBuf) {
+    let admin = format!("127.0.0.1:{}", free_port());
+    let audit = state.join("audit.jsonl");
     let everything = node_server("server-everything");
-    vec![
+    let cmd = vec![
         BIN.into(),
         "mcp".into(),
         "--state-dir".into(),
@@ -153,23 +157,22 @@ fn gateway_cmd(state: &Path, policy: &Path, admin: &str, audit: &Path) -> Vec<St
         "--policy".into(),
         policy.to_str().unwrap().into(),
         "--admin".into(),
-        admin.into(),
+        admin.clone(),
         "--audit".into(),
         audit.to_str().unwrap().into(),
         "--".into(),
         "node".into(),
         everything.to_str().unwrap().into(),
         "stdio".into(),
-    ]
+    ];
+    (cmd, admin, audit)
 }
 
 #[test]
 fn an_mcp_call_waits_for_the_cli_and_each_answer_reaches_the_client() {
     let state = scratch();
     let policy = policy(&state, "");
-    let admin = format!("127.0.0.1:{}", free_port());
-    let audit = state.join("audit.jsonl");
-    let cmd = gateway_cmd(&state, &policy, &admin, &audit);
+    let (cmd, _admin, audit) = gateway_cmd(&state, &policy);
     let target: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let calls = json!([
         {"tool": "echo", "args": {"message": "deploy v2"}},
@@ -288,9 +291,7 @@ fn a_legacy_client_with_elicitation_is_asked_in_the_protocol() {
     for (answer, passes) in [("yes", true), ("no", false)] {
         let state = scratch();
         let policy = policy(&state, "");
-        let admin = format!("127.0.0.1:{}", free_port());
-        let audit = state.join("audit.jsonl");
-        let cmd = gateway_cmd(&state, &policy, &admin, &audit);
+        let (cmd, _admin, _audit) = gateway_cmd(&state, &policy);
         let target: Vec<&str> = cmd.iter().map(String::as_str).collect();
         let client = SdkClient::start(
             answer,
@@ -702,9 +703,7 @@ fn sign(secret: &[u8], body: &[u8]) -> String {
 fn the_console_in_headless_chromium_approves_a_waiting_mcp_call() {
     let state = scratch();
     let policy = policy(&state, "");
-    let admin = format!("127.0.0.1:{}", free_port());
-    let audit = state.join("audit.jsonl");
-    let cmd = gateway_cmd(&state, &policy, &admin, &audit);
+    let (cmd, admin, _audit) = gateway_cmd(&state, &policy);
     let target: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let client = SdkClient::start(
         "none",

@@ -159,20 +159,26 @@ impl Broker {
         format!("mqtt://127.0.0.1:{}", self.port)
     }
 
+    /// `mosquitto_pub` / `mosquitto_sub` reaching this broker at QoS 1 on `topic`.
+    fn client(&self, program: &str, topic: &str) -> Command {
+        let mut c = Command::new(program);
+        c.args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+            "-q",
+            "1",
+            "-t",
+            topic,
+        ]);
+        c
+    }
+
     fn publish(&self, topic: &str, body: &str) {
-        let ok = Command::new("mosquitto_pub")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-q",
-                "1",
-                "-t",
-                topic,
-                "-m",
-                body,
-            ])
+        let ok = self
+            .client("mosquitto_pub", topic)
+            .args(["-m", body])
             .status()
             .unwrap()
             .success();
@@ -182,19 +188,9 @@ impl Broker {
     /// Starts capturing `count` messages on `topic`; the lines come from the returned
     /// child's stdout.
     fn subscribe(&self, topic: &str, count: u32) -> std::process::Child {
-        let c = Command::new("mosquitto_sub")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-q",
-                "1",
-                "-t",
-                topic,
-                "-C",
-                &count.to_string(),
-            ])
+        let c = self
+            .client("mosquitto_sub", topic)
+            .args(["-C", &count.to_string()])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
