@@ -108,6 +108,20 @@ pub enum Command {
     Fleet(FleetCommand),
 }
 
+/// The broker a `bulwark fleet` command talks to.
+#[derive(Debug, Args)]
+pub struct BrokerArgs {
+    /// The broker.
+    #[arg(long, value_name = "mqtt://HOST:PORT")]
+    pub broker: String,
+    /// The fleet's name (topic prefix bulwark/v1/NAME/).
+    #[arg(long, default_value = "default")]
+    pub fleet: String,
+    /// For mqtts://: the PEM file of the CA that signed the broker's certificate.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+}
+
 /// `bulwark fleet …`.
 #[derive(Debug, Subcommand)]
 pub enum FleetCommand {
@@ -117,15 +131,9 @@ pub enum FleetCommand {
         /// Shared options (the state directory holds the fleet key and verdicts).
         #[command(flatten)]
         common: Common,
-        /// The broker.
-        #[arg(long, value_name = "mqtt://HOST:PORT")]
-        broker: String,
-        /// The fleet's name (topic prefix bulwark/v1/NAME/).
-        #[arg(long, default_value = "default")]
-        fleet: String,
-        /// For mqtts://: the PEM file of the CA that signed the broker's certificate.
-        #[arg(long, value_name = "FILE")]
-        ca_file: Option<PathBuf>,
+        /// Where the fleet's broker is.
+        #[command(flatten)]
+        to: BrokerArgs,
     },
     /// The verdict store.
     #[command(subcommand)]
@@ -142,15 +150,9 @@ pub enum FleetCommand {
         /// Its version: devices apply only a higher one than theirs.
         #[arg(long)]
         version: u64,
-        /// The broker.
-        #[arg(long, value_name = "mqtt://HOST:PORT")]
-        broker: String,
-        /// The fleet's name.
-        #[arg(long, default_value = "default")]
-        fleet: String,
-        /// For mqtts://: the PEM file of the CA that signed the broker's certificate.
-        #[arg(long, value_name = "FILE")]
-        ca_file: Option<PathBuf>,
+        /// Where the fleet's broker is.
+        #[command(flatten)]
+        to: BrokerArgs,
     },
     /// Send a signed emergency command to every device: BLOCK_ALL, LOCKDOWN,
     /// FLUSH_CACHE or RESUME.
@@ -163,15 +165,9 @@ pub enum FleetCommand {
         /// Why (recorded by every device).
         #[arg(long)]
         reason: Option<String>,
-        /// The broker.
-        #[arg(long, value_name = "mqtt://HOST:PORT")]
-        broker: String,
-        /// The fleet's name.
-        #[arg(long, default_value = "default")]
-        fleet: String,
-        /// For mqtts://: the PEM file of the CA that signed the broker's certificate.
-        #[arg(long, value_name = "FILE")]
-        ca_file: Option<PathBuf>,
+        /// Where the fleet's broker is.
+        #[command(flatten)]
+        to: BrokerArgs,
     },
     /// The devices `bulwark fleet serve` has seen: last seen, policy version, canary
     /// state, block rate.

@@ -164,21 +164,18 @@ pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
             println!("{text}");
             Ok(ExitCode::SUCCESS)
         }
-        FleetCommand::Serve {
+        FleetCommand::Serve { common, to } => serve(
             common,
-            broker: url,
-            fleet,
-            ca_file,
-        } => serve(common, &broker(url, ca_file.as_deref())?, fleet),
+            &broker(&to.broker, to.ca_file.as_deref())?,
+            &to.fleet,
+        ),
         FleetCommand::PublishPolicy {
             common,
             file,
             version,
-            broker: url,
-            fleet,
-            ca_file,
+            to,
         } => {
-            let b = broker(url, ca_file.as_deref())?;
+            let (b, fleet) = (broker(&to.broker, to.ca_file.as_deref())?, &to.fleet);
             let text = std::fs::read_to_string(file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
             if let Err(e) = bulwark_policy::load_str(&file.display().to_string(), &text) {
@@ -208,11 +205,9 @@ pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
             common,
             command,
             reason,
-            broker: url,
-            fleet,
-            ca_file,
+            to,
         } => {
-            let b = broker(url, ca_file.as_deref())?;
+            let (b, fleet) = (broker(&to.broker, to.ca_file.as_deref())?, &to.fleet);
             let command = match command.to_ascii_uppercase().replace('-', "_").as_str() {
                 "BLOCK_ALL" => KillCommand::BlockAll,
                 "LOCKDOWN" => KillCommand::Lockdown,

@@ -35,11 +35,16 @@ struct Broker {
 
 impl Broker {
     fn start(dir: &Path) -> Broker {
+        Broker::run(dir, "")
+    }
+
+    /// Mosquitto on a free loopback port with `extra` configuration for its listener.
+    fn run(dir: &Path, extra: &str) -> Broker {
         let port = free_port();
         let conf = dir.join(format!("mosquitto-{port}.conf"));
         std::fs::write(
             &conf,
-            format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n"),
+            format!("listener {port} 127.0.0.1\n{extra}allow_anonymous true\npersistence false\nset_tcp_nodelay true\n"),
         )
         .unwrap();
         let peer = Peer(
@@ -128,31 +133,11 @@ impl Broker {
             std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
         }
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let port = free_port();
-        let conf = dir.join("mosquitto-tls.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "listener {port} 127.0.0.1\ncafile {d}/ca.pem\ncertfile {d}/server.pem\nkeyfile {d}/server.key\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n",
-                d = dir.display()
-            ),
-        )
-        .unwrap();
-        let peer = Peer(
-            Command::new(mosquitto())
-                .arg("-c")
-                .arg(&conf)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
+        let tls = format!(
+            "cafile {d}/ca.pem\ncertfile {d}/server.pem\nkeyfile {d}/server.key\n",
+            d = dir.display()
         );
-        eventually(
-            Duration::from_secs(10),
-            "mosquitto (TLS) did not start",
-            || std::net::TcpStream::connect(("127.0.0.1", port)).ok(),
-        );
-        (Broker { _peer: peer, port }, dir.join("ca.pem"))
+        (Broker::run(dir, &tls), dir.join("ca.pem"))
     }
 
     fn url(&self) -> String {
