@@ -80,6 +80,12 @@ impl Evaluator {
         }
     }
 
+    /// Settles a decision the verdict cache missed ([`SharedEngine::settle_escalation`]).
+    pub fn settle_escalation(&self, esc: &dyn Escalator, call: &Call, d: Decision) -> Decision {
+        self.shared
+            .settle_escalation(esc, call, d, || self.now_ms())
+    }
+
     /// Decides one call after raising its session's taint by `taint`.
     pub fn evaluate_tainted(&self, call: &Call, taint: &[bulwark_engine::Taint]) -> Decision {
         let t0 = Instant::now();
@@ -153,21 +159,10 @@ impl Evaluator {
     }
 }
 
-/// How the daemon reaches the fleet: `bulwark-fleet`'s MQTT client behind it, kept out
-/// of this crate so the evaluator builds and tests without a broker.
-pub trait Escalator: Send + Sync {
-    /// Asks the fleet about `call`. With `wait`, blocks up to the policy's fleet timeout
-    /// and returns the verdict (allow, warn or block) and its TTL in minutes, or `None`
-    /// when none came; without, sends the request and returns `None` at once.
-    fn escalate(&self, call: &Call, d: &Decision, wait: bool) -> Option<(Verdict, u64)>;
-    /// Sees every decision made (the canary watches the block rate).
-    fn observe(&self, d: &Decision);
-    /// Fleet counters for `stats`.
-    fn stats(&self) -> Value;
-    /// The fleet's version of the policy in force, when the fleet put it there (a local
-    /// reload would silently replace it).
-    fn fleet_policy(&self) -> Option<u64>;
-}
+/// How the daemon reaches the fleet (the engine's [`bulwark_engine::Escalator`]; the
+/// binary implements it with `bulwark-fleet`'s MQTT client, so the evaluator builds and
+/// tests without a broker).
+pub use bulwark_engine::Escalator;
 
 /// Where the policy comes from, for `reload`.
 #[derive(Clone, Debug)]
@@ -359,8 +354,8 @@ impl Service {
         let mut d = self
             .evaluator
             .evaluate_measured(&call, self.metrics.as_deref());
-        if let (Some(esc), Some(mode)) = (&self.escalator, d.escalate) {
-            d = self.escalate(esc.as_ref(), &call, d, mode);
+        if let Some(esc) = &self.escalator {
+            d = self.evaluator.settle_escalation(esc.as_ref(), &call, d);
         }
         let mut approval = None;
         if d.decision == Verdict::Approve
@@ -377,38 +372,6 @@ impl Service {
             reply["approval"] = a;
         }
         Ok(reply)
-    }
-
-    /// A call the verdict cache missed: `sync_block` waits for the fleet and decides again
-    /// with its verdict cached (a TTL of 0 is used for this call and not kept);
-    /// `speculative` sends the request and keeps the provisional allow.
-    fn escalate(
-        &self,
-        esc: &dyn Escalator,
-        call: &Call,
-        d: Decision,
-        mode: bulwark_engine::EscalationMode,
-    ) -> Decision {
-        use sha2::{Digest, Sha256};
-        match mode {
-            bulwark_engine::EscalationMode::Speculative => {
-                esc.escalate(call, &d, false);
-                d
-            }
-            bulwark_engine::EscalationMode::SyncBlock => {
-                let Some((verdict, ttl)) = esc.escalate(call, &d, true) else {
-                    return d;
-                };
-                let hash: [u8; 32] = Sha256::digest(call.tool.name.as_bytes()).into();
-                self.evaluator.cache_verdict(hash, verdict, ttl.max(1));
-                let mut again = self.evaluator.evaluate(call);
-                if ttl == 0 {
-                    self.evaluator.cache_verdict(hash, verdict, 0);
-                }
-                again.eval_us += d.eval_us;
-                again
-            }
-        }
     }
 
     /// Asks the desk about a call the engine says needs a person; `d` becomes the answer

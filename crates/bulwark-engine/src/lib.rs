@@ -31,6 +31,7 @@ pub mod bucket;
 pub mod call;
 pub mod canonical;
 pub mod decision;
+pub mod escalation;
 pub mod line;
 pub mod pins;
 pub mod pipeline;
@@ -52,6 +53,7 @@ pub use bulwark_policy::{
 };
 pub use call::{Call, Definition, Direction, Principal, Profile, ToolRef};
 pub use decision::{Decision, EscalationMode, Finding};
+pub use escalation::Escalator;
 pub use pipeline::{Observer, Outcome, Quiet};
 pub use scanner::{
     BuiltinScanner, ContentFinding, ContentScanner, NoScanner, ScanInput, ScanOutput,
@@ -105,7 +107,7 @@ impl Engine {
             state,
             now,
             &mut Quiet,
-            false,
+            pipeline::Pass::default(),
         )
     }
 
@@ -132,7 +134,36 @@ impl Engine {
             state,
             now,
             &mut Quiet,
-            true,
+            pipeline::Pass {
+                delivered: true,
+                fleet_answer: None,
+            },
+        )
+    }
+
+    /// Decides again a call whose `sync_block` escalation the fleet answered with
+    /// `verdict`: stage 12 takes `verdict` as if cached, and nothing the first decision
+    /// already charged (rate tokens, burst hits) is charged twice. Caching the verdict for
+    /// later calls is the front's business ([`State::verdicts`]), so a TTL of 0 answers this
+    /// call without ever being visible to another.
+    pub fn evaluate_answered(
+        &self,
+        call: &Call,
+        state: &mut State,
+        now: Now,
+        verdict: Verdict,
+    ) -> Decision {
+        pipeline::run(
+            &self.policy,
+            self.scanner.as_ref(),
+            call,
+            state,
+            now,
+            &mut Quiet,
+            pipeline::Pass {
+                delivered: false,
+                fleet_answer: Some(verdict),
+            },
         )
     }
 
@@ -151,7 +182,7 @@ impl Engine {
             state,
             now,
             observer,
-            false,
+            pipeline::Pass::default(),
         )
     }
 }

@@ -134,6 +134,10 @@ pub struct Ctx<'a> {
     pub note: String,
     /// Whether an observer wants notes.
     pub observed: bool,
+    /// The fleet's answer for this call, when it is decided a second time after a
+    /// `sync_block` escalation: stage 12 uses it instead of the cache, and what the first
+    /// pass already charged (rate tokens, burst hits) is not charged again.
+    pub fleet_answer: Option<Verdict>,
 }
 
 impl<'a> Ctx<'a> {
@@ -201,9 +205,18 @@ impl Observer for Quiet {
     }
 }
 
-/// Runs the pipeline; with `delivered`, the call's content has already reached the agent
-/// (a tool result in an LLM request's history), so its taint is committed whatever the
-/// verdict: blocking it now cannot take it back.
+/// How a call is run through the pipeline, beyond the call itself.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Pass {
+    /// The call's content has already reached the agent (a tool result in an LLM
+    /// request's history), so its taint is committed whatever the verdict: blocking it
+    /// now cannot take it back.
+    pub delivered: bool,
+    /// The fleet answered an escalation of this call ([`Ctx::fleet_answer`]).
+    pub fleet_answer: Option<Verdict>,
+}
+
+/// Runs the pipeline.
 pub(crate) fn run(
     policy: &Policy,
     scanner: &dyn ContentScanner,
@@ -211,7 +224,7 @@ pub(crate) fn run(
     state: &mut State,
     now: Now,
     observer: &mut dyn Observer,
-    delivered: bool,
+    pass: Pass,
 ) -> Decision {
     let mut ctx = Ctx {
         call,
@@ -245,6 +258,7 @@ pub(crate) fn run(
         cache_hit: false,
         note: String::new(),
         observed: observer.wants_notes(),
+        fleet_answer: pass.fleet_answer,
     };
     let mut env = state.env(&call.session, now.mono_ms);
     for &stage in stages::order(call.direction) {
@@ -256,7 +270,7 @@ pub(crate) fn run(
             break;
         }
     }
-    finish(ctx, &mut env, delivered)
+    finish(ctx, &mut env, pass.delivered)
 }
 
 /// Monitor mode, the commit of session state, and the decision.

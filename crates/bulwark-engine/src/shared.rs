@@ -20,7 +20,7 @@ use bulwark_policy::Policy;
 use serde_json::json;
 
 use crate::session::Session;
-use crate::{Call, Decision, Engine, Now, Principal, State, Taint, line};
+use crate::{Call, Decision, Engine, Now, Principal, State, Taint, Verdict, line};
 
 /// An [`Engine`] and its [`State`], safe to share between threads.
 pub struct SharedEngine {
@@ -107,6 +107,13 @@ impl SharedEngine {
         let engine = self.engine();
         let mut state = self.state();
         engine.evaluate_observed(call, &mut state, Now::at(now_ms), observer)
+    }
+
+    /// Decides again a call the fleet answered ([`Engine::evaluate_answered`]).
+    pub fn evaluate_answered(&self, call: &Call, now_ms: u64, verdict: Verdict) -> Decision {
+        let engine = self.engine();
+        let mut state = self.state();
+        engine.evaluate_answered(call, &mut state, Now::at(now_ms), verdict)
     }
 
     /// Decides one call after adding `taint` to its session (a `bulwark check` line's

@@ -5,6 +5,12 @@ use bulwark_policy::Verdict;
 
 use crate::bounded::BoundedMap;
 
+/// The key a tool's verdict is cached and escalated under: SHA-256 of its name (seed 000).
+pub fn tool_hash(name: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(name.as_bytes()).into()
+}
+
 /// Longest an `allow` may be cached: 60 minutes.
 pub const MAX_ALLOW_MS: u64 = 60 * 60 * 1000;
 /// Longest a `block` may be cached: 7 days.

@@ -360,3 +360,51 @@ fn local_checks_run_before_the_cache() {
     );
     assert_eq!(d.reason_code, Some(ReasonCode::SsrfBlock));
 }
+
+/// A `sync_block` escalation decides the call twice (miss, then the fleet's answer), but
+/// charges it once: the rate tokens and burst hits of the first pass are not drawn again,
+/// and a verdict given only for this call is never in the cache.
+#[test]
+fn an_answered_escalation_is_charged_once() {
+    let mut h = Harness::yaml(
+        "version: 1\nrate: { session: { calls: 2 } }\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true }\n  note: { capabilities: [] }\n",
+    );
+    let call = Call::request(
+        "s",
+        "lookup_stock",
+        json!({"url": "https://api.example.com/q"}),
+    );
+    let miss = h
+        .engine
+        .evaluate(&call, &mut h.state, bulwark_engine::Now::at(h.now));
+    assert_eq!(miss.reason_code, Some(ReasonCode::CloudTimeout));
+    assert!(miss.escalate.is_some());
+    let answered = h.engine.evaluate_answered(
+        &call,
+        &mut h.state,
+        bulwark_engine::Now::at(h.now),
+        Verdict::Allow,
+    );
+    assert_eq!(answered.decision, Verdict::Allow, "{answered:?}");
+    assert!(answered.escalate.is_none());
+    // The answer was for that call only: the next one escalates again.
+    let again = h
+        .engine
+        .evaluate(&call, &mut h.state, bulwark_engine::Now::at(h.now));
+    assert_eq!(again.reason_code, Some(ReasonCode::CloudTimeout));
+    // Two calls drawn in all (the escalated one once, and `again`): the bucket is empty.
+    let third = h.req("s", "note", json!({}));
+    assert_eq!(third.reason_code, Some(ReasonCode::RateLimit), "{third:?}");
+
+    // A fleet block decides the same way a cached one would.
+    let mut h = Harness::yaml(
+        "version: 1\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true }\n",
+    );
+    let blocked = h.engine.evaluate_answered(
+        &call,
+        &mut h.state,
+        bulwark_engine::Now::at(h.now),
+        Verdict::Block,
+    );
+    assert_eq!(blocked.reason_code, Some(ReasonCode::CloudBlock));
+}

@@ -182,6 +182,8 @@ fn main() {
                 desk: None,
                 metrics: None,
                 allowed_hosts: None,
+                escalator: None,
+                epoch: None,
             },
         )
         .unwrap();

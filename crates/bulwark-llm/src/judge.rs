@@ -69,6 +69,7 @@ pub struct Judge {
     header_approvals: bool,
     desk: Option<Arc<bulwark_approvals::Desk>>,
     metrics: Option<Arc<bulwark_audit::metrics::Metrics>>,
+    escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
     blocked: Vec<Blocked>,
     rewritten: Vec<(String, String)>,
     approved: Vec<String>,
@@ -97,6 +98,9 @@ pub struct Context {
     pub desk: Option<Arc<bulwark_approvals::Desk>>,
     /// Counts every judged call.
     pub metrics: Option<Arc<bulwark_audit::metrics::Metrics>>,
+    /// The fleet, for tools the policy escalates; without it they are decided as if it
+    /// never answered.
+    pub escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
 }
 
 impl Default for Context {
@@ -113,6 +117,7 @@ impl Default for Context {
             cache: None,
             desk: None,
             metrics: None,
+            escalator: None,
         }
     }
 }
@@ -176,10 +181,13 @@ impl Judge {
         let engine = shared.engine();
         let (store, session) = match cx.session {
             Some(s) => (Store::Shared, format!("llm:{s}")),
-            None => (
-                Store::Scratch(Box::new(State::new(engine.policy()))),
-                "llm".into(),
-            ),
+            None => {
+                let mut scratch = State::new(engine.policy());
+                // A request without a session keeps no state of its own, but the fleet's
+                // kill switch is not session state: it holds here too.
+                scratch.lockdown = shared.state().lockdown;
+                (Store::Scratch(Box::new(scratch)), "llm".into())
+            }
         };
         let channels = &engine.policy().approvals.channels;
         let header_approvals =
@@ -202,6 +210,7 @@ impl Judge {
             header_approvals,
             desk: cx.desk,
             metrics: cx.metrics,
+            escalator: cx.escalator,
             blocked: Vec::new(),
             rewritten: Vec::new(),
             approved: Vec::new(),
@@ -394,6 +403,7 @@ impl Judge {
                     .is_some_and(|(_, a)| state.grants.remove(&a.digest).is_none());
                 (d, consumed, brought)
             });
+            let (d, brought) = self.settle_escalation(&call, d, brought);
             // What a released call brings once it has run, for whoever continues this
             // answer without the call in hand (a chained Responses turn).
             self.following = self.following.union(brought);
@@ -454,6 +464,68 @@ impl Judge {
                 self.block(id, name, d, &call.args)
             }
         }
+    }
+
+    /// A proposal the verdict cache missed: `speculative` asks the fleet and keeps the
+    /// provisional allow; `sync_block` waits for its verdict (caching it for later
+    /// requests) and decides the proposal again with it, or keeps the `CLOUD_TIMEOUT`
+    /// block. Returns the decision and the taint the call would bring.
+    fn settle_escalation(
+        &mut self,
+        call: &Call,
+        d: Decision,
+        brought: TaintSet,
+    ) -> (Decision, TaintSet) {
+        let Some(esc) = self.escalator.clone() else {
+            return (d, brought);
+        };
+        // A request without a session decided in a scratch state, whose verdict cache is
+        // empty: the proxy's own cache may know the tool.
+        let cached = match (&self.store, d.escalate) {
+            (Store::Scratch(_), Some(_)) => {
+                let (mono, _) = self.now();
+                let hash = bulwark_engine::verdict_cache::tool_hash(&call.tool.name);
+                self.shared
+                    .state()
+                    .verdicts
+                    .get(&hash, mono)
+                    .map(|v| (v, 0))
+            }
+            _ => None,
+        };
+        let settled = match d.escalate {
+            Some(mode) if cached.is_some() || mode == bulwark_engine::EscalationMode::SyncBlock => {
+                match cached.or_else(|| esc.escalate(call, &d, true)) {
+                    None => (d, brought),
+                    Some((verdict, ttl)) => {
+                        let (mono, _) = self.now();
+                        if ttl > 0 {
+                            self.shared
+                                .cache_verdict(&call.tool.name, verdict, ttl, mono);
+                        }
+                        let first_us = d.eval_us;
+                        let (mut again, brought) = self.with_state(|engine, state| {
+                            let before = state.sessions.get(&call.session, mono).taint;
+                            let again =
+                                engine.evaluate_answered(call, state, Now::at(mono), verdict);
+                            let session = state.sessions.get(&call.session, mono);
+                            let brought = session.taint;
+                            session.taint = before;
+                            (again, brought)
+                        });
+                        again.eval_us += first_us;
+                        (again, brought)
+                    }
+                }
+            }
+            Some(_) => {
+                esc.escalate(call, &d, false);
+                (d, brought)
+            }
+            None => (d, brought),
+        };
+        esc.observe(&settled.0);
+        settled
     }
 
     /// Withholds a call the answer broke off before finishing (the stream ended, or the

@@ -60,6 +60,11 @@ pub struct Config {
     /// accepts only loopback names, so a web page cannot reach it by DNS rebinding and
     /// spend the operator's key.
     pub allowed_hosts: Option<Vec<String>>,
+    /// The fleet, for tools the policy escalates.
+    pub escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
+    /// Where the proxy's monotonic clock starts (`None`: when the proxy is made). The
+    /// fleet stamps the cache it shares with the proxy on the same clock.
+    pub epoch: Option<Instant>,
 }
 
 /// The Host names a loopback proxy accepts.
@@ -124,8 +129,8 @@ impl Proxy {
         Ok(Proxy {
             engine,
             client,
+            started: cfg.epoch.unwrap_or_else(Instant::now),
             cfg,
-            started: Instant::now(),
             results: Arc::new(ResultCache::default()),
             responses: Arc::new(Mutex::new(BoundedMap::new(MAX_RESPONSES))),
         })
@@ -369,6 +374,7 @@ impl Proxy {
                 cache: Some(Arc::clone(&self.results)),
                 desk: self.cfg.desk.clone(),
                 metrics: self.cfg.metrics.clone(),
+                escalator: self.cfg.escalator.clone(),
             },
         );
 

@@ -101,6 +101,9 @@ pub struct Gateway {
     held: Mutex<HashMap<String, Held>>,
     /// The client declared elicitation in `initialize` (legacy protocol).
     elicits: std::sync::atomic::AtomicBool,
+    /// The fleet, for tools the policy escalates; without it they are decided as if it
+    /// never answered.
+    escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
 }
 
 fn unix_now() -> u64 {
@@ -134,6 +137,7 @@ impl Gateway {
             approvals: None,
             held: Mutex::new(HashMap::new()),
             elicits: std::sync::atomic::AtomicBool::new(false),
+            escalator: None,
         };
         if let Some(p) = &g.pins {
             let records = p.locked(|p| p.load())??;
@@ -154,6 +158,17 @@ impl Gateway {
     /// Asks a person about calls that need one, through `desk`.
     pub fn with_approvals(mut self, desk: Option<Arc<bulwark_approvals::Desk>>) -> Gateway {
         self.approvals = desk;
+        self
+    }
+
+    /// Asks `escalator` about the tools the policy escalates, and lets it watch the
+    /// decisions on calls (its canary). A `sync_block` escalation holds this relay for at
+    /// most the policy's `fleet.timeout_ms`; a cached verdict costs nothing.
+    pub fn with_escalator(
+        mut self,
+        escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
+    ) -> Gateway {
+        self.escalator = escalator;
         self
     }
 
@@ -282,6 +297,14 @@ impl Gateway {
             _ => self.engine.evaluate(call, now_ms),
         };
         d.eval_us = t0.elapsed().as_micros() as u64;
+        if let Some(esc) = &self.escalator
+            && call.direction == Direction::Request
+        {
+            d = self
+                .engine
+                .settle_escalation(esc.as_ref(), call, d, crate::clock::now_ms);
+            esc.observe(&d);
+        }
         if let Some(m) = &self.metrics {
             m.observe("mcp", &d);
         }

@@ -10,7 +10,7 @@
 use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -271,8 +271,7 @@ where
     I: tokio::io::AsyncRead + Unpin + Send + 'static,
     O: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let start = Instant::now();
-    let now = move || start.elapsed().as_millis() as u64;
+    let now = crate::clock::now_ms;
     type In = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
     type OutStream = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
     let (server_in, server_out, server_err, mut life): (In, OutStream, _, Life) = match server {

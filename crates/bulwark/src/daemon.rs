@@ -56,6 +56,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     // before a restart is put back.
     let fleet = runtime.block_on(async {
         crate::fleet::FleetDevice::new(
+            "daemon",
             &args.common,
             service.evaluator.policy().policy(),
             audit.clone(),
@@ -71,7 +72,12 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         None => service,
     });
     if let Some(f) = &fleet {
-        runtime.block_on(async { f.attach(&service, args.common.policy.as_deref()) })?;
+        runtime.block_on(async {
+            f.attach(
+                Arc::clone(&service) as Arc<dyn crate::fleet::FleetTarget>,
+                args.common.policy.as_deref(),
+            )
+        })?;
     }
     let limits = Limits {
         max_connections: args.max_connections as usize,

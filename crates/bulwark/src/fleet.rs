@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use bulwark_daemon::service::{Escalator, Service};
-use bulwark_engine::{Call, Decision, Verdict};
+use bulwark_engine::{Call, Decision, SharedEngine, Verdict};
 use bulwark_fleet::auth::{FleetSigner, Trust};
 use bulwark_fleet::canary::{Canary, CanaryConfig, Rates};
 use bulwark_fleet::client::{ClientConfig, FleetClient, FleetEvent};
@@ -356,7 +356,62 @@ fn serve(common: &Common, b: &Broker, fleet: &str) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The device side inside `bulwark daemon`.
+/// What the fleet drives in a front: its engine's policy, verdict cache and lockdown.
+pub trait FleetTarget: Send + Sync {
+    /// Puts a policy in force.
+    fn replace_policy(&self, policy: bulwark_policy::Policy);
+    /// Caches a verdict for a tool hash (0 minutes removes it).
+    fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64);
+    /// Drops every cached verdict.
+    fn flush_verdicts(&self);
+    /// Turns the lockdown stage on or off.
+    fn set_lockdown(&self, on: bool);
+}
+
+impl FleetTarget for Service {
+    fn replace_policy(&self, policy: bulwark_policy::Policy) {
+        self.evaluator.replace_policy(policy);
+    }
+    fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64) {
+        self.evaluator.cache_verdict(tool_hash, verdict, ttl_min);
+    }
+    fn flush_verdicts(&self) {
+        self.evaluator.flush_verdicts();
+    }
+    fn set_lockdown(&self, on: bool) {
+        self.evaluator.set_lockdown(on);
+    }
+}
+
+/// A front that decides with a bare [`SharedEngine`] (the MCP gateway, the LLM proxy) and
+/// the monotonic clock it stamps that engine's state with.
+pub struct EngineTarget {
+    /// The engine.
+    pub engine: Arc<SharedEngine>,
+    /// The front's clock, in milliseconds.
+    pub now_ms: Arc<dyn Fn() -> u64 + Send + Sync>,
+}
+
+impl FleetTarget for EngineTarget {
+    fn replace_policy(&self, policy: bulwark_policy::Policy) {
+        self.engine.replace_policy(policy);
+    }
+    fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64) {
+        let _ = self
+            .engine
+            .state()
+            .verdicts
+            .insert(tool_hash, verdict, ttl_min, (self.now_ms)());
+    }
+    fn flush_verdicts(&self) {
+        self.engine.state().verdicts.clear();
+    }
+    fn set_lockdown(&self, on: bool) {
+        self.engine.state().lockdown = on;
+    }
+}
+
+/// The device side inside a front (`bulwark daemon`, `bulwark mcp`, `bulwark proxy`).
 pub struct FleetDevice {
     client: std::sync::OnceLock<Arc<FleetClient>>,
     pending: Mutex<Option<(ClientConfig, Device, [u8; 32])>>,
@@ -364,7 +419,9 @@ pub struct FleetDevice {
     timeout: Duration,
     watch: Mutex<Watch>,
     retroactive: std::sync::atomic::AtomicU64,
-    service: std::sync::OnceLock<std::sync::Weak<Service>>,
+    target: std::sync::OnceLock<Arc<dyn FleetTarget>>,
+    /// The front's name, for its log lines.
+    who: &'static str,
     files: PolicyFiles,
     audit: Option<Arc<bulwark_audit::AuditLog>>,
     /// The kill switch is on: its blocks say nothing about the policy.
@@ -459,6 +516,7 @@ impl FleetDevice {
     /// [`FleetDevice::connect`]. The state of an earlier run (the policy version applied,
     /// the kill switch) comes from STATE_DIR/fleet.
     pub fn new(
+        who: &'static str,
         common: &Common,
         policy: &bulwark_policy::Policy,
         audit: Option<Arc<bulwark_audit::AuditLog>>,
@@ -529,23 +587,24 @@ impl FleetDevice {
                 running,
             }),
             retroactive: std::sync::atomic::AtomicU64::new(0),
-            service: std::sync::OnceLock::new(),
+            target: std::sync::OnceLock::new(),
+            who,
             files,
             audit,
             killed: std::sync::atomic::AtomicBool::new(kill.blocked),
         })))
     }
 
-    /// Binds the device to the service whose engine the fleet drives, puts back what an
+    /// Binds the device to the front whose engine the fleet drives, puts back what an
     /// earlier run left in force (the fleet's policy, the kill switch), then connects.
-    /// Before any update, the policy the daemon started with is kept as the slot a first
+    /// Before any update, the policy the front started with is kept as the slot a first
     /// rollback returns to (empty: the built-in policy).
     pub fn attach(
         self: &Arc<Self>,
-        service: &Arc<Service>,
+        service: Arc<dyn FleetTarget>,
         started_with: Option<&Path>,
     ) -> Result<()> {
-        let _ = self.service.set(Arc::downgrade(service));
+        let _ = self.target.set(Arc::clone(&service));
         let running = lock(&self.watch).running;
         let mut restored = false;
         if running > 0
@@ -553,11 +612,12 @@ impl FleetDevice {
         {
             match load_policy_text(&text) {
                 Ok(p) => {
-                    service.evaluator.replace_policy(p);
+                    service.replace_policy(p);
                     restored = true;
                 }
                 Err(e) => eprintln!(
-                    "bulwark daemon: fleet: the fleet's policy {running} does not load ({e}); the file given is in force"
+                    "bulwark {}: fleet: the fleet's policy {running} does not load ({e}); the file given is in force",
+                    self.who
                 ),
             }
         }
@@ -572,8 +632,11 @@ impl FleetDevice {
             lock(&self.watch).running = 0;
         }
         if self.files.kill()?.blocked {
-            service.evaluator.set_lockdown(true);
-            eprintln!("bulwark daemon: fleet: the kill switch is on (from before the restart)");
+            service.set_lockdown(true);
+            eprintln!(
+                "bulwark {}: fleet: the kill switch is on (from before the restart)",
+                self.who
+            );
         }
         let Some((cfg, device, seed)) = lock(&self.pending).take() else {
             return Ok(());
@@ -586,8 +649,8 @@ impl FleetDevice {
         Ok(())
     }
 
-    fn service(&self) -> Option<Arc<Service>> {
-        self.service.get().and_then(std::sync::Weak::upgrade)
+    fn service(&self) -> Option<&dyn FleetTarget> {
+        self.target.get().map(|t| t.as_ref())
     }
 
     fn report(&self, event: &str, detail: &str, canary: bool, rate: f64) {
@@ -630,7 +693,7 @@ impl FleetDevice {
         match ev {
             FleetEvent::Verdict(a) => {
                 let v = verdict_of(a.action);
-                service.evaluator.cache_verdict(a.tool_hash, v, a.ttl_min);
+                service.cache_verdict(a.tool_hash, v, a.ttl_min);
                 if v == Verdict::Block {
                     // A speculative call already ran: recorded, it cannot be undone.
                     self.retroactive
@@ -640,7 +703,7 @@ impl FleetDevice {
                         hex(&a.tool_hash[..4]),
                         a.reason
                     );
-                    eprintln!("bulwark daemon: {reason}");
+                    eprintln!("bulwark {}: {reason}", self.who);
                     self.record(
                         Verdict::Block,
                         Some(bulwark_engine::ReasonCode::CloudBlock),
@@ -649,7 +712,7 @@ impl FleetDevice {
                     self.report("retroactive_block", &reason, false, 0.0);
                 }
             }
-            FleetEvent::Policy(u) => self.apply(&service, &u),
+            FleetEvent::Policy(u) => self.apply(service, &u),
             FleetEvent::Kill(cmd, seq, reason) => {
                 let mut state = self.files.kill().unwrap_or_default();
                 state.seq = seq;
@@ -663,20 +726,23 @@ impl FleetDevice {
                         state.blocked = false;
                         state.locked = false;
                     }
-                    KillCommand::FlushCache => service.evaluator.flush_verdicts(),
+                    KillCommand::FlushCache => service.flush_verdicts(),
                 }
                 // Kept before it takes effect, so a restart comes back in the same state.
                 if let Err(e) = serde_json::to_string(&state)
                     .map_err(anyhow::Error::from)
                     .and_then(|t| self.files.write("kill.json", &t))
                 {
-                    eprintln!("bulwark daemon: fleet: cannot keep the kill switch state: {e}");
+                    eprintln!(
+                        "bulwark {}: fleet: cannot keep the kill switch state: {e}",
+                        self.who
+                    );
                 }
-                service.evaluator.set_lockdown(state.blocked);
+                service.set_lockdown(state.blocked);
                 self.killed
                     .store(state.blocked, std::sync::atomic::Ordering::Relaxed);
                 let what = format!("kill switch {cmd:?} (seq {seq}): {reason}");
-                eprintln!("bulwark daemon: {what}");
+                eprintln!("bulwark {}: {what}", self.who);
                 self.record(
                     Verdict::Block,
                     Some(bulwark_engine::ReasonCode::Lockdown),
@@ -687,12 +753,12 @@ impl FleetDevice {
         }
     }
 
-    fn apply(&self, service: &Service, u: &PolicyUpdate) {
+    fn apply(&self, service: &dyn FleetTarget, u: &PolicyUpdate) {
         let policy = match load_policy_text(&u.policy) {
             Ok(p) => p,
             Err(e) => {
                 let why = format!("policy {} refused: {e}", u.version);
-                eprintln!("bulwark daemon: fleet: {why}");
+                eprintln!("bulwark {}: fleet: {why}", self.who);
                 self.report("policy_refused", &why, false, 0.0);
                 return;
             }
@@ -711,12 +777,12 @@ impl FleetDevice {
         };
         if let Err(e) = write() {
             let why = format!("policy {} not applied: {e}", u.version);
-            eprintln!("bulwark daemon: fleet: {why}");
+            eprintln!("bulwark {}: fleet: {why}", self.who);
             self.report("policy_refused", &why, false, 0.0);
             return;
         }
-        service.evaluator.replace_policy(policy);
-        service.evaluator.flush_verdicts();
+        service.replace_policy(policy);
+        service.flush_verdicts();
         if let Some(c) = self.client.get() {
             c.applied(u.version);
         }
@@ -735,7 +801,7 @@ impl FleetDevice {
             u.seq,
             baseline * 100.0
         );
-        eprintln!("bulwark daemon: fleet: {what}");
+        eprintln!("bulwark {}: fleet: {what}", self.who);
         self.record(Verdict::Allow, None, what.clone());
         self.report("policy_applied", &what, true, baseline);
     }
@@ -771,17 +837,53 @@ impl FleetDevice {
         };
         match restore() {
             Ok((p, _, version)) => {
-                service.evaluator.replace_policy(p);
-                service.evaluator.flush_verdicts();
+                service.replace_policy(p);
+                service.flush_verdicts();
                 lock(&self.watch).running = version;
                 let what = format!("rolled back to the previous policy: {why}");
-                eprintln!("bulwark daemon: fleet: {what}");
+                eprintln!("bulwark {}: fleet: {what}", self.who);
                 self.record(Verdict::Block, None, what.clone());
                 self.report("rollback", &what, false, 0.0);
             }
-            Err(e) => eprintln!("bulwark daemon: fleet: cannot roll back: {e}"),
+            Err(e) => eprintln!("bulwark {}: fleet: cannot roll back: {e}", self.who),
         }
     }
+}
+
+/// The fleet device for a front that decides with a bare [`SharedEngine`] (`bulwark mcp`,
+/// `bulwark proxy`), when its policy has a `fleet:` section. The MQTT client gets a thread
+/// and runtime of its own: a front on a current-thread runtime may then wait for a
+/// `sync_block` verdict without stopping the client that brings it. The thread lives as
+/// long as the process.
+pub fn for_engine(
+    who: &'static str,
+    common: &Common,
+    engine: &Arc<SharedEngine>,
+    now_ms: Arc<dyn Fn() -> u64 + Send + Sync>,
+    audit: Option<Arc<bulwark_audit::AuditLog>>,
+) -> Result<Option<Arc<dyn Escalator>>> {
+    if engine.engine().policy().fleet.is_none() {
+        return Ok(None);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the fleet client's runtime")?;
+    let device = runtime
+        .block_on(async { FleetDevice::new(who, common, engine.engine().policy(), audit) })?;
+    let Some(device) = device else {
+        return Ok(None);
+    };
+    let target = Arc::new(EngineTarget {
+        engine: Arc::clone(engine),
+        now_ms,
+    });
+    runtime.block_on(async { device.attach(target, common.policy.as_deref()) })?;
+    std::thread::Builder::new()
+        .name("bulwark-fleet".into())
+        .spawn(move || runtime.block_on(std::future::pending::<()>()))
+        .context("cannot start the fleet client's thread")?;
+    Ok(Some(device as Arc<dyn Escalator>))
 }
 
 /// A policy from a slot's text: empty is the built-in policy.
@@ -809,23 +911,9 @@ impl Escalator for FleetDevice {
         let taint: Vec<&str> = d.taint.iter().map(|t| t.as_str()).collect();
         let session = json!({"id": call.session, "taint": taint});
         let caps = d.capabilities.to_defenseclaw();
-        if wait {
-            let e = Escalation {
-                tool: &call.tool.name,
-                capabilities: caps,
-                destination: call.destination.as_deref(),
-                content: &content,
-                session,
-            };
-            let timeout = self.timeout;
-            // The daemon's runtime has worker threads: this one steps out while it waits.
-            let got = tokio::task::block_in_place(|| {
-                self.handle
-                    .block_on(async move { client.escalate(&e, Some(timeout)).await })
-            });
-            return got.map(|a| (verdict_of(a.action), a.ttl_min));
-        }
         let (tool, dest) = (call.tool.name.clone(), call.destination.clone());
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let timeout = self.timeout;
         self.handle.spawn(async move {
             let e = Escalation {
                 tool: &tool,
@@ -834,9 +922,25 @@ impl Escalator for FleetDevice {
                 content: &content,
                 session,
             };
-            client.escalate(&e, None).await;
+            let got = client.escalate(&e, wait.then_some(timeout)).await;
+            let _ = tx.send(got);
         });
-        None
+        if !wait {
+            return None;
+        }
+        // The client runs on the fleet's runtime (`handle`), never on the caller's
+        // current-thread one, so blocking here cannot starve it. A worker of a
+        // multi-thread runtime steps out while it waits.
+        let take = || {
+            rx.recv_timeout(timeout + Duration::from_millis(250))
+                .ok()
+                .flatten()
+        };
+        let got = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(take),
+            _ => take(),
+        };
+        got.map(|a| (verdict_of(a.action), a.ttl_min))
     }
 
     fn observe(&self, d: &Decision) {

@@ -53,6 +53,13 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "mcp")?;
     let desk =
         crate::approvals::desk(&args.common, engine.engine().policy(), audit.clone(), "mcp")?;
+    let escalator = crate::fleet::for_engine(
+        "mcp",
+        &args.common,
+        &engine,
+        Arc::new(bulwark_mcp::clock::now_ms),
+        audit.clone(),
+    )?;
     if args.listen.is_some() || aggregated {
         let shared = Shared {
             desk,
@@ -63,6 +70,7 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
             env,
             audit,
             servers: if aggregated { servers } else { Vec::new() },
+            escalator,
         };
         return match &args.listen {
             Some(listen) => run_http(args, listen, shared),
@@ -103,7 +111,8 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
     )
     .context("cannot load the pins")?
-    .with_approvals(Some(Arc::clone(&desk)));
+    .with_approvals(Some(Arc::clone(&desk)))
+    .with_escalator(escalator);
     let gateway = match &args.admin {
         Some(_) => gateway.with_metrics(Arc::clone(&metrics)),
         None => gateway,
@@ -361,6 +370,8 @@ struct Shared {
     audit: Option<Arc<bulwark_audit::AuditLog>>,
     /// The policy's servers, when they are aggregated.
     servers: Vec<bulwark_policy::ServerSpec>,
+    /// The fleet, when the policy has a `fleet:` section.
+    escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
 }
 
 impl Shared {
@@ -400,6 +411,7 @@ fn gateway_maker(
     }
     let (engine, audit) = (Arc::clone(&shared.engine), shared.audit.clone());
     let desk = Arc::clone(&shared.desk);
+    let escalator = shared.escalator.clone();
     Ok(Arc::new(
         move |session: &str, caller: &Principal, server: &str| {
             let pins = pins
@@ -428,7 +440,8 @@ fn gateway_maker(
                 Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
             )
             .map_err(|e| format!("cannot load the pins: {e}"))?
-            .with_approvals(Some(Arc::clone(&desk)));
+            .with_approvals(Some(Arc::clone(&desk)))
+            .with_escalator(escalator.clone());
             Ok(Arc::new(match &metrics {
                 Some(m) => g.with_metrics(Arc::clone(m)),
                 None => g,

@@ -56,6 +56,14 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
     let engine = Arc::new(SharedEngine::new(policy));
     engine.warm_up();
     let service_engine = Arc::clone(&engine);
+    let epoch = std::time::Instant::now();
+    let escalator = crate::fleet::for_engine(
+        "proxy",
+        &args.common,
+        &engine,
+        Arc::new(move || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)),
+        audit.clone(),
+    )?;
     let proxy = Proxy::new(
         engine,
         Config {
@@ -74,6 +82,8 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
                     .chain(args.allow_host.iter().cloned())
                     .collect()
             }),
+            escalator,
+            epoch: Some(epoch),
         },
     )?;
     if !addr.ip().is_loopback() {

@@ -59,6 +59,11 @@ fn take(b: &mut ScopeBuckets, spec: &BucketSpec, draw: Draw) {
 }
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
+    if ctx.fleet_answer.is_some() {
+        // The first decision of this call drew its tokens already.
+        ctx.explain(|| "charged when the call was escalated".into());
+        return;
+    }
     let now = ctx.now.mono_ms;
     let draw = Draw {
         network: ctx.caps.has_family("net"),

@@ -327,6 +327,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
 /// Remembers destructive matches for burst detection, whether or not the call went through:
 /// an agent that keeps trying is the signal.
 pub(crate) fn commit(ctx: &Ctx<'_>, env: &mut Env<'_>) {
+    if ctx.fleet_answer.is_some() {
+        // Counted when the call was first decided.
+        return;
+    }
     let min = ctx.policy.scoring.burst_min_severity;
     let n = ctx.rule_hits.iter().filter(|s| **s >= min).count();
     if n == 0 {

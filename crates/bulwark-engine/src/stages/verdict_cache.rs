@@ -5,7 +5,6 @@
 //! them.
 
 use bulwark_policy::{FleetMode, ReasonCode, Severity, Verdict};
-use sha2::{Digest, Sha256};
 
 use crate::decision::EscalationMode;
 use crate::pipeline::Ctx;
@@ -15,10 +14,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     if !ctx.escalate {
         return;
     }
-    let hash: [u8; 32] = Sha256::digest(ctx.call.tool.name.as_bytes()).into();
     let name = &ctx.call.tool.name;
-    let cached = env.verdicts.get(&hash, ctx.now.mono_ms);
-    ctx.cache_hit = cached.is_some();
+    let cached = match ctx.fleet_answer {
+        Some(v) => Some(v),
+        None => {
+            let hash = crate::verdict_cache::tool_hash(name);
+            let hit = env.verdicts.get(&hash, ctx.now.mono_ms);
+            ctx.cache_hit = hit.is_some();
+            hit
+        }
+    };
     match cached {
         Some(Verdict::Block) => {
             ctx.explain(|| "cache hit: block".into());

@@ -29,7 +29,7 @@ use crate::locks::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 
@@ -176,7 +176,6 @@ pub struct HttpFront {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     id_key: [u8; 32],
     counter: AtomicU64,
-    started: Instant,
     log: Box<dyn Fn(&str) + Send + Sync>,
     /// The upstream session stateless (2026-07-28) requests are wrapped in.
     /// The upstream sessions stateless (2026-07-28) requests are wrapped in, one per
@@ -210,7 +209,6 @@ impl HttpFront {
             sessions: Mutex::new(HashMap::new()),
             id_key: bulwark_audit::keys::random32()?,
             counter: AtomicU64::new(0),
-            started: Instant::now(),
             log,
             stateless: Mutex::new(HashMap::new()),
             upstream_ids: AtomicU64::new(0),
@@ -220,7 +218,7 @@ impl HttpFront {
     }
 
     fn now_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        crate::clock::now_ms()
     }
 
     fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {

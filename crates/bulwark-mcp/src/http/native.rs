@@ -201,8 +201,6 @@ struct Waiting {
     caller: Arc<Caller>,
     upstream_id: Value,
     answered: bool,
-    /// The front's clock.
-    clock: std::time::Instant,
     deadline: tokio::time::Instant,
 }
 
@@ -218,7 +216,7 @@ impl Waiting {
             }
             self.answered = true;
         }
-        let now = self.clock.elapsed().as_millis() as u64;
+        let now = crate::clock::now_ms();
         let mut out = Vec::new();
         for o in self
             .caller
@@ -409,7 +407,6 @@ pub(super) async fn post(
         caller,
         upstream_id,
         answered: false,
-        clock: front.started,
         deadline,
     };
     let exchange = tokio::time::timeout_at(deadline, remote.exchange(&upstream, pass)).await;
