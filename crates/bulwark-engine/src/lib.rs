@@ -97,18 +97,29 @@ impl Engine {
         &self.policy
     }
 
-    /// Decides one call. `state` is updated (sessions, buckets, pins, …); `now` is the
-    /// front's monotonic clock.
-    pub fn evaluate(&self, call: &Call, state: &mut State, now: Now) -> Decision {
+    fn run(
+        &self,
+        call: &Call,
+        state: &mut State,
+        now: Now,
+        observer: &mut dyn Observer,
+        pass: pipeline::Pass,
+    ) -> Decision {
         pipeline::run(
             &self.policy,
             self.scanner.as_ref(),
             call,
             state,
             now,
-            &mut Quiet,
-            pipeline::Pass::default(),
+            observer,
+            pass,
         )
+    }
+
+    /// Decides one call. `state` is updated (sessions, buckets, pins, …); `now` is the
+    /// front's monotonic clock.
+    pub fn evaluate(&self, call: &Call, state: &mut State, now: Now) -> Decision {
+        self.run(call, state, now, &mut Quiet, pipeline::Pass::default())
     }
 
     /// Decides a tool result that has already reached the agent — one in an LLM request's
@@ -127,9 +138,7 @@ impl Engine {
     /// assert!(d.taint.contains(Taint::PrivateData));
     /// ```
     pub fn absorb(&self, call: &Call, state: &mut State, now: Now) -> Decision {
-        pipeline::run(
-            &self.policy,
-            self.scanner.as_ref(),
+        self.run(
             call,
             state,
             now,
@@ -153,9 +162,7 @@ impl Engine {
         now: Now,
         verdict: Verdict,
     ) -> Decision {
-        pipeline::run(
-            &self.policy,
-            self.scanner.as_ref(),
+        self.run(
             call,
             state,
             now,
@@ -175,14 +182,6 @@ impl Engine {
         now: Now,
         observer: &mut dyn Observer,
     ) -> Decision {
-        pipeline::run(
-            &self.policy,
-            self.scanner.as_ref(),
-            call,
-            state,
-            now,
-            observer,
-            pipeline::Pass::default(),
-        )
+        self.run(call, state, now, observer, pipeline::Pass::default())
     }
 }

@@ -777,10 +777,10 @@ fn over_tls_the_fleet_works_and_a_broker_from_another_ca_is_not_trusted() {
     assert_eq!(r["reason"], "CLOUD_TIMEOUT", "{r}");
 }
 
-fn front_policy(dir: &Path, broker: &Broker, key: &str, device: &str) -> PathBuf {
+fn front_policy(dir: &Path, broker: &Broker, key: &str, device: &str, mode: &str) -> PathBuf {
     let policy = dir.join(format!("{device}.yaml"));
     let text = format!(
-        "version: 1\nname: {device}\ntools:\n  echo:\n    capabilities: [fs.read]\n    escalate: true\n  get-sum:\n    capabilities: [fs.read]\n    escalate: true\n  read_sensor:\n    capabilities: [device.sense]\n    escalate: true\n  open_valve:\n    capabilities: [device.actuate]\n    escalate: true\nfleet:\n  broker: {}\n  device_id: {device}\n  name: test\n  public_key: {key}\n  mode: sync_block\n  timeout_ms: 1500\n",
+        "version: 1\nname: {device}\ntools:\n  echo:\n    capabilities: [fs.read]\n    escalate: true\n  get-sum:\n    capabilities: [fs.read]\n    escalate: true\n  read_sensor:\n    capabilities: [device.sense]\n    escalate: true\n  open_valve:\n    capabilities: [device.actuate]\n    escalate: true\nfleet:\n  broker: {}\n  device_id: {device}\n  name: test\n  public_key: {key}\n  mode: {mode}\n  timeout_ms: 1500\n",
         broker.url()
     );
     std::fs::write(&policy, text).unwrap();
@@ -875,7 +875,7 @@ fn the_mcp_gateway_escalates_to_the_fleet_and_obeys_its_kill_switch() {
     let fleet = Fleet::start(&broker);
     fleet.verdict("echo", "allow", 30);
     let state = scratch();
-    let policy = front_policy(&state, &broker, &fleet.key, "mcp-edge");
+    let policy = front_policy(&state, &broker, &fleet.key, "mcp-edge", "sync_block");
     let mut mcp = McpEdge::start(&state, &policy);
     // The first call may race the client's connection to the broker.
     let first = eventually(Duration::from_secs(15), "echo through the fleet", || {
@@ -926,27 +926,13 @@ fn the_llm_proxy_escalates_to_the_fleet_and_obeys_its_kill_switch() {
     let broker = Broker::start(&dir);
     let fleet = Fleet::start(&broker);
     fleet.verdict("read_sensor", "allow", 30);
-    let policy = front_policy(&dir, &broker, &fleet.key, "proxy-edge");
+    let policy = front_policy(&dir, &broker, &fleet.key, "proxy-edge", "sync_block");
     let peers = common::root().join("crates/bulwark-llm/tests/peers");
-    let port_file = dir.join("model.port");
-    let _model = Peer(
-        Command::new(common::python())
-            .arg(peers.join("model_api.py"))
-            .arg(&port_file)
-            .arg(dir.join("received.jsonl"))
-            .spawn()
-            .unwrap(),
-    );
-    let port = eventually(
-        Duration::from_secs(30),
-        "model_api.py did not start",
-        || std::fs::read_to_string(&port_file).ok(),
-    );
+    let (_model, model_url) = common::model_api(&dir);
     let listen = format!("127.0.0.1:{}", free_port());
     let _proxy = Peer(
         Command::new(BIN)
-            .args(["proxy", "--listen", &listen, "--upstream"])
-            .arg(format!("http://127.0.0.1:{}", port.trim()))
+            .args(["proxy", "--listen", &listen, "--upstream", &model_url])
             .arg("--state-dir")
             .arg(dir.join("state"))
             .arg("--policy")
@@ -1005,4 +991,27 @@ fn the_llm_proxy_escalates_to_the_fleet_and_obeys_its_kill_switch() {
         let out = sdk("read_sensor", None);
         (out["calls"].as_array().map(Vec::len) == Some(1)).then_some(())
     });
+}
+
+/// In `speculative` mode the gateway lets an escalated call through at once; the fleet's
+/// later block is cached, and the next call is refused.
+#[test]
+fn a_speculative_mcp_gateway_passes_at_once_and_takes_the_fleets_block_later() {
+    let dir = scratch();
+    let broker = Broker::start(&dir);
+    let fleet = Fleet::start(&broker);
+    let state = scratch();
+    let policy = front_policy(&state, &broker, &fleet.key, "mcp-spec", "speculative");
+    let mut mcp = McpEdge::start(&state, &policy);
+    // get-sum is unknown to the fleet: it passes now, and is blocked once the answer is in.
+    let first = mcp.call("get-sum", json!({"a": 1, "b": 2}));
+    assert!(first.get("result").is_some(), "{first}");
+    let later = eventually(Duration::from_secs(15), "the fleet's block arrives", || {
+        let r = mcp.call("get-sum", json!({"a": 2, "b": 3}));
+        r.get("error").is_some().then_some(r)
+    });
+    assert!(
+        later["error"].to_string().contains("CLOUD_BLOCK"),
+        "{later}"
+    );
 }

@@ -37,21 +37,7 @@ impl Setup {
             .iter()
             .map(|a| a.replace("{dir}", dir.to_str().unwrap()))
             .collect();
-        let port_file = dir.join("model.port");
-        let upstream = Peer(
-            Command::new(python())
-                .arg(peers().join("model_api.py"))
-                .arg(&port_file)
-                .arg(dir.join("received.jsonl"))
-                .spawn()
-                .unwrap(),
-        );
-        let port = eventually(
-            Duration::from_secs(30),
-            "model_api.py did not start",
-            || std::fs::read_to_string(&port_file).ok(),
-        );
-        let upstream_url = format!("http://127.0.0.1:{}", port.trim());
+        let (upstream, upstream_url) = common::model_api(&dir);
         let listen = format!("127.0.0.1:{}", free_port());
         let proxy = Peer(
             Command::new(BIN)

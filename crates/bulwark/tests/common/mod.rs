@@ -127,3 +127,23 @@ impl Drop for Peer {
         let _ = self.0.wait();
     }
 }
+
+/// The local model API (crates/bulwark-llm/tests/peers/model_api.py), answering in each
+/// LLM API's shape and writing what it receives to `dir/received.jsonl`; its base URL.
+pub fn model_api(dir: &Path) -> (Peer, String) {
+    let port_file = dir.join("model.port");
+    let peer = Peer(
+        std::process::Command::new(python())
+            .arg(root().join("crates/bulwark-llm/tests/peers/model_api.py"))
+            .arg(&port_file)
+            .arg(dir.join("received.jsonl"))
+            .spawn()
+            .unwrap(),
+    );
+    let port = eventually(
+        std::time::Duration::from_secs(30),
+        "model_api.py did not start",
+        || std::fs::read_to_string(&port_file).ok(),
+    );
+    (peer, format!("http://127.0.0.1:{}", port.trim()))
+}
