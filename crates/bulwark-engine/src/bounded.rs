@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
 /// An LRU-bounded map.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct BoundedMap<K, V> {
     entries: HashMap<K, (V, u64)>,
     order: BTreeMap<u64, K>,

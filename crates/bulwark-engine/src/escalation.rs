@@ -30,8 +30,10 @@ impl SharedEngine {
     /// sends the request and keeps the provisional allow; `sync_block` waits for the
     /// fleet, caches its verdict (a TTL of 0 answers this call only) and decides the call
     /// again with it ([`SharedEngine::evaluate_answered`]), or keeps the `CLOUD_TIMEOUT`
-    /// block when no answer came. `now` reads the front's monotonic clock after the wait.
-    /// Any other decision is returned as it is.
+    /// block when no answer came. A first decision that was let through anyway (monitor
+    /// mode) stands: its session state is committed, so only the verdict is cached. `now`
+    /// reads the front's monotonic clock after the wait. Any other decision is returned
+    /// as it is.
     pub fn settle_escalation(
         &self,
         esc: &dyn Escalator,
@@ -53,7 +55,10 @@ impl SharedEngine {
                 if ttl > 0 {
                     self.cache_verdict(&call.tool.name, verdict, ttl, now_ms);
                 }
-                let mut again = self.evaluate_answered(call, now_ms, verdict);
+                if d.is_allowed() {
+                    return d;
+                }
+                let mut again = self.evaluate_answered(call, now_ms, &d, verdict);
                 again.eval_us += d.eval_us;
                 again
             }

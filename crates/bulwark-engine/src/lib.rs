@@ -145,21 +145,24 @@ impl Engine {
             &mut Quiet,
             pipeline::Pass {
                 delivered: true,
-                fleet_answer: None,
+                ..pipeline::Pass::default()
             },
         )
     }
 
     /// Decides again a call whose `sync_block` escalation the fleet answered with
-    /// `verdict`: stage 12 takes `verdict` as if cached, and nothing the first decision
-    /// already charged (rate tokens, burst hits) is charged twice. Caching the verdict for
-    /// later calls is the front's business ([`State::verdicts`]), so a TTL of 0 answers this
-    /// call without ever being visible to another.
+    /// `verdict`, `first` being the decision that escalated it: stage 12 takes `verdict` as
+    /// if cached, nothing the first decision already charged (rate tokens, burst hits) is
+    /// charged twice, and an approval it used still stands. Caching the verdict for later
+    /// calls is the front's business ([`State::verdicts`]), so a TTL of 0 answers this call
+    /// without ever being visible to another. Only a first decision that was not let
+    /// through should be decided again: one that was has committed its session state.
     pub fn evaluate_answered(
         &self,
         call: &Call,
         state: &mut State,
         now: Now,
+        first: &Decision,
         verdict: Verdict,
     ) -> Decision {
         self.run(
@@ -170,6 +173,7 @@ impl Engine {
             pipeline::Pass {
                 delivered: false,
                 fleet_answer: Some(verdict),
+                approved_before: first.approved,
             },
         )
     }

@@ -138,6 +138,9 @@ pub struct Ctx<'a> {
     /// `sync_block` escalation: stage 12 uses it instead of the cache, and what the first
     /// pass already charged (rate tokens, burst hits) is not charged again.
     pub fleet_answer: Option<Verdict>,
+    /// In that second decision: the first one used a person's approval of this call (and
+    /// removed the grant), so this one stands approved too.
+    pub approved_before: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -214,6 +217,8 @@ pub(crate) struct Pass {
     pub delivered: bool,
     /// The fleet answered an escalation of this call ([`Ctx::fleet_answer`]).
     pub fleet_answer: Option<Verdict>,
+    /// The first decision used an approval ([`Ctx::approved_before`]).
+    pub approved_before: bool,
 }
 
 /// Runs the pipeline.
@@ -259,6 +264,7 @@ pub(crate) fn run(
         note: String::new(),
         observed: observer.wants_notes(),
         fleet_answer: pass.fleet_answer,
+        approved_before: pass.approved_before,
     };
     let mut env = state.env(&call.session, now.mono_ms);
     for &stage in stages::order(call.direction) {

@@ -110,10 +110,16 @@ impl SharedEngine {
     }
 
     /// Decides again a call the fleet answered ([`Engine::evaluate_answered`]).
-    pub fn evaluate_answered(&self, call: &Call, now_ms: u64, verdict: Verdict) -> Decision {
+    pub fn evaluate_answered(
+        &self,
+        call: &Call,
+        now_ms: u64,
+        first: &Decision,
+        verdict: Verdict,
+    ) -> Decision {
         let engine = self.engine();
         let mut state = self.state();
-        engine.evaluate_answered(call, &mut state, Now::at(now_ms), verdict)
+        engine.evaluate_answered(call, &mut state, Now::at(now_ms), first, verdict)
     }
 
     /// Decides one call after adding `taint` to its session (a `bulwark check` line's

@@ -19,7 +19,7 @@ pub const MAX_BLOCK_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 pub const MAX_WARN_MS: u64 = 4 * 60 * 60 * 1000;
 
 /// Cached fleet verdicts.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct VerdictCache {
     map: BoundedMap<[u8; 32], (Verdict, u64)>,
 }

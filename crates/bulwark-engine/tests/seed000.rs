@@ -383,6 +383,7 @@ fn an_answered_escalation_is_charged_once() {
         &call,
         &mut h.state,
         bulwark_engine::Now::at(h.now),
+        &miss,
         Verdict::Allow,
     );
     assert_eq!(answered.decision, Verdict::Allow, "{answered:?}");
@@ -404,7 +405,83 @@ fn an_answered_escalation_is_charged_once() {
         &call,
         &mut h.state,
         bulwark_engine::Now::at(h.now),
+        &miss,
         Verdict::Block,
     );
     assert_eq!(blocked.reason_code, Some(ReasonCode::CloudBlock));
+}
+
+/// The second decision of an answered escalation keeps what the first one used: a
+/// person's approval of the call (its grant is gone by then) and the burst history (the
+/// call's own rule hits were saved once, and are not counted against it again).
+#[test]
+fn an_answered_escalation_keeps_its_approval_and_counts_its_hits_once() {
+    let mut h = Harness::yaml(
+        "version: 1\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true }\napprovals: { tools: [lookup_stock] }\n",
+    );
+    let call = Call::request(
+        "s",
+        "lookup_stock",
+        json!({"url": "https://api.example.com/q"}),
+    );
+    let now = bulwark_engine::Now::at(h.now);
+    // Without the fleet's answer the call is blocked for that, approval or not; with
+    // it, it needs a person.
+    let unanswered = h.engine.evaluate(&call, &mut h.state, now);
+    assert_eq!(unanswered.reason_code, Some(ReasonCode::CloudTimeout));
+    assert_eq!(
+        h.engine
+            .evaluate_answered(&call, &mut h.state, now, &unanswered, Verdict::Allow)
+            .decision,
+        Verdict::Approve
+    );
+    let digest = bulwark_engine::call_digest(
+        "lookup_stock",
+        &call.args,
+        "s",
+        None,
+        &h.engine.policy().version,
+    );
+    h.state.grant(digest, h.now + 60_000);
+    let first = h.engine.evaluate(&call, &mut h.state, now);
+    assert!(first.approved, "{first:?}");
+    assert_eq!(first.reason_code, Some(ReasonCode::CloudTimeout));
+    let answered = h
+        .engine
+        .evaluate_answered(&call, &mut h.state, now, &first, Verdict::Allow);
+    assert_eq!(answered.decision, Verdict::Allow, "{answered:?}");
+    assert!(answered.approved);
+
+    // A burst of three medium hits raises the tier. One before, and the escalated call's
+    // own: two, decided twice, still two.
+    let mut h = Harness::yaml(
+        "version: 1\npacks: []\ntools:\n  lookup_stock: { capabilities: [net.egress], escalate: true }\nrules:\n  - { id: t.a, severity: medium, match: { text: 'alpha' }, reason: a }\nscoring: { burst: { count: 3, window_secs: 60 } }\n",
+    );
+    assert_eq!(
+        h.req("s", "write_file", json!({"content": "alpha 1"}))
+            .decision,
+        Verdict::Warn
+    );
+    let call = Call::request(
+        "s",
+        "lookup_stock",
+        json!({"url": "https://api.example.com/q", "note": "alpha 2"}),
+    );
+    let now = bulwark_engine::Now::at(h.now);
+    let first = h.engine.evaluate(&call, &mut h.state, now);
+    assert_eq!(
+        first.reason_code,
+        Some(ReasonCode::CloudTimeout),
+        "{first:?}"
+    );
+    let answered = h
+        .engine
+        .evaluate_answered(&call, &mut h.state, now, &first, Verdict::Allow);
+    assert_eq!(answered.decision, Verdict::Warn, "{answered:?}");
+    // The third hit does raise it.
+    assert_eq!(
+        h.req("s", "write_file", json!({"content": "alpha 3"}))
+            .decision,
+        Verdict::Approve
+    );
 }

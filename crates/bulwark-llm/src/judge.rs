@@ -184,8 +184,12 @@ impl Judge {
             None => {
                 let mut scratch = State::new(engine.policy());
                 // A request without a session keeps no state of its own, but the fleet's
-                // kill switch is not session state: it holds here too.
-                scratch.lockdown = shared.state().lockdown;
+                // kill switch and verdicts are not session state: they hold here too.
+                {
+                    let state = shared.state();
+                    scratch.lockdown = state.lockdown;
+                    scratch.verdicts = state.verdicts.clone();
+                }
                 (Store::Scratch(Box::new(scratch)), "llm".into())
             }
         };
@@ -479,46 +483,12 @@ impl Judge {
         let Some(esc) = self.escalator.clone() else {
             return (d, brought);
         };
-        // A request without a session decided in a scratch state, whose verdict cache is
-        // empty: the proxy's own cache may know the tool.
-        let cached = match (&self.store, d.escalate) {
-            (Store::Scratch(_), Some(_)) => {
-                let (mono, _) = self.now();
-                let hash = bulwark_engine::verdict_cache::tool_hash(&call.tool.name);
-                self.shared
-                    .state()
-                    .verdicts
-                    .get(&hash, mono)
-                    .map(|v| (v, 0))
-            }
-            _ => None,
-        };
         let settled = match d.escalate {
-            Some(mode) if cached.is_some() || mode == bulwark_engine::EscalationMode::SyncBlock => {
-                match cached.or_else(|| esc.escalate(call, &d, true)) {
-                    None => (d, brought),
-                    Some((verdict, ttl)) => {
-                        let (mono, _) = self.now();
-                        if ttl > 0 {
-                            self.shared
-                                .cache_verdict(&call.tool.name, verdict, ttl, mono);
-                        }
-                        let first_us = d.eval_us;
-                        let (mut again, brought) = self.with_state(|engine, state| {
-                            let before = state.sessions.get(&call.session, mono).taint;
-                            let again =
-                                engine.evaluate_answered(call, state, Now::at(mono), verdict);
-                            let session = state.sessions.get(&call.session, mono);
-                            let brought = session.taint;
-                            session.taint = before;
-                            (again, brought)
-                        });
-                        again.eval_us += first_us;
-                        (again, brought)
-                    }
-                }
-            }
-            Some(_) => {
+            Some(bulwark_engine::EscalationMode::SyncBlock) => match esc.escalate(call, &d, true) {
+                None => (d, brought),
+                Some((verdict, ttl)) => self.answered(call, d, brought, verdict, ttl),
+            },
+            Some(bulwark_engine::EscalationMode::Speculative) => {
                 esc.escalate(call, &d, false);
                 (d, brought)
             }
@@ -526,6 +496,41 @@ impl Judge {
         };
         esc.observe(&settled.0);
         settled
+    }
+
+    /// Takes the fleet's answer to a `sync_block` escalation: cached for later requests
+    /// (and for the rest of this one, when it has no session), and the proposal decided
+    /// again with it unless the first decision let it through (monitor mode).
+    fn answered(
+        &mut self,
+        call: &Call,
+        d: Decision,
+        brought: TaintSet,
+        verdict: Verdict,
+        ttl: u64,
+    ) -> (Decision, TaintSet) {
+        let (mono, _) = self.now();
+        if ttl > 0 {
+            self.shared
+                .cache_verdict(&call.tool.name, verdict, ttl, mono);
+            if let Store::Scratch(state) = &mut self.store {
+                let hash = bulwark_engine::verdict_cache::tool_hash(&call.tool.name);
+                let _ = state.verdicts.insert(hash, verdict, ttl, mono);
+            }
+        }
+        if d.is_allowed() {
+            return (d, brought);
+        }
+        let (mut again, brought) = self.with_state(|engine, state| {
+            let before = state.sessions.get(&call.session, mono).taint;
+            let again = engine.evaluate_answered(call, state, Now::at(mono), &d, verdict);
+            let session = state.sessions.get(&call.session, mono);
+            let brought = session.taint;
+            session.taint = before;
+            (again, brought)
+        });
+        again.eval_us += d.eval_us;
+        (again, brought)
     }
 
     /// Withholds a call the answer broke off before finishing (the stream ended, or the

@@ -57,6 +57,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let fleet = runtime.block_on(async {
         crate::fleet::FleetDevice::new(
             "daemon",
+            None,
             &args.common,
             service.evaluator.policy().policy(),
             audit.clone(),
@@ -74,7 +75,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     if let Some(f) = &fleet {
         runtime.block_on(async {
             f.attach(
-                Arc::clone(&service) as Arc<dyn crate::fleet::FleetTarget>,
+                Arc::new(crate::fleet::ServiceTarget(Arc::downgrade(&service))),
                 args.common.policy.as_deref(),
             )
         })?;

@@ -85,6 +85,32 @@ pub fn broker(url: &str, ca: Option<&Path>) -> Result<Broker> {
     })
 }
 
+/// A device id when the policy names none: the host's name, and for a front other than
+/// the daemon, the front and its label (an MCP gateway's server name) after it.
+fn default_device_id(who: &str, label: Option<&str>) -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| format!("device-{}", std::process::id()));
+    let mut id = host;
+    if who != "daemon" {
+        id.push('-');
+        id.push_str(who);
+        if let Some(l) = label {
+            id.push('-');
+            id.extend(l.chars().map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    c
+                } else {
+                    '_'
+                }
+            }));
+        }
+    }
+    id
+}
+
 fn fleet_dir(common: &Common) -> Result<PathBuf> {
     let d = config::state_dir(common)?.join("fleet");
     std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
@@ -368,18 +394,30 @@ pub trait FleetTarget: Send + Sync {
     fn set_lockdown(&self, on: bool);
 }
 
-impl FleetTarget for Service {
+/// The daemon's service, held weakly: the service holds the device (its escalator), so a
+/// strong reference back would keep both alive for ever.
+pub struct ServiceTarget(pub std::sync::Weak<Service>);
+
+impl FleetTarget for ServiceTarget {
     fn replace_policy(&self, policy: bulwark_policy::Policy) {
-        self.evaluator.replace_policy(policy);
+        if let Some(s) = self.0.upgrade() {
+            s.evaluator.replace_policy(policy);
+        }
     }
     fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64) {
-        self.evaluator.cache_verdict(tool_hash, verdict, ttl_min);
+        if let Some(s) = self.0.upgrade() {
+            s.evaluator.cache_verdict(tool_hash, verdict, ttl_min);
+        }
     }
     fn flush_verdicts(&self) {
-        self.evaluator.flush_verdicts();
+        if let Some(s) = self.0.upgrade() {
+            s.evaluator.flush_verdicts();
+        }
     }
     fn set_lockdown(&self, on: bool) {
-        self.evaluator.set_lockdown(on);
+        if let Some(s) = self.0.upgrade() {
+            s.evaluator.set_lockdown(on);
+        }
     }
 }
 
@@ -426,6 +464,8 @@ pub struct FleetDevice {
     audit: Option<Arc<bulwark_audit::AuditLog>>,
     /// The kill switch is on: its blocks say nothing about the policy.
     killed: std::sync::atomic::AtomicBool,
+    /// Held while the device runs (`device.lock`): one process per device identity.
+    _lock: std::fs::File,
 }
 
 struct Watch {
@@ -517,6 +557,7 @@ impl FleetDevice {
     /// the kill switch) comes from STATE_DIR/fleet.
     pub fn new(
         who: &'static str,
+        label: Option<&str>,
         common: &Common,
         policy: &bulwark_policy::Policy,
         audit: Option<Arc<bulwark_audit::AuditLog>>,
@@ -527,9 +568,7 @@ impl FleetDevice {
         let b = broker(&f.broker, f.ca_file.as_deref().map(Path::new))?;
         let device_id = match &f.device_id {
             Some(d) => d.clone(),
-            None => std::fs::read_to_string("/etc/hostname")
-                .map(|h| h.trim().to_string())
-                .unwrap_or_else(|_| format!("device-{}", std::process::id())),
+            None => default_device_id(who, label),
         };
         if !bulwark_fleet::topics::valid_id(&device_id) || !bulwark_fleet::topics::valid_id(&f.name)
         {
@@ -549,9 +588,26 @@ impl FleetDevice {
                     .with_context(|| format!("{var} must hold 64 hex digits"))?,
             );
         }
-        let files = PolicyFiles {
-            dir: fleet_dir(common)?,
+        // The daemon keeps its fleet state where it always has; every other front keeps
+        // it per device, so a proxy and several MCP gateways on one host never share it.
+        let dir = if who == "daemon" {
+            fleet_dir(common)?
+        } else {
+            fleet_dir(common)?.join(format!("device-{device_id}"))
         };
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        // One process per device identity: the broker drops a client whose id connects
+        // again, so two would knock each other off and their waits would all time out.
+        let lock = std::fs::File::create(dir.join("device.lock"))
+            .with_context(|| format!("cannot open {}", dir.join("device.lock").display()))?;
+        if lock.try_lock().is_err() {
+            bail!(
+                "another bulwark process is fleet device {device_id:?} (state in {}): give each front its own fleet.device_id or --state-dir",
+                dir.display()
+            );
+        }
+        let files = PolicyFiles { dir };
         let accepted = files.number("policy.version")?;
         let running = files.number("policy.running")?;
         let kill = files.kill()?;
@@ -592,6 +648,7 @@ impl FleetDevice {
             files,
             audit,
             killed: std::sync::atomic::AtomicBool::new(kill.blocked),
+            _lock: lock,
         })))
     }
 
@@ -857,6 +914,7 @@ impl FleetDevice {
 /// long as the process.
 pub fn for_engine(
     who: &'static str,
+    label: Option<&str>,
     common: &Common,
     engine: &Arc<SharedEngine>,
     now_ms: Arc<dyn Fn() -> u64 + Send + Sync>,
@@ -869,8 +927,9 @@ pub fn for_engine(
         .enable_all()
         .build()
         .context("cannot start the fleet client's runtime")?;
-    let device = runtime
-        .block_on(async { FleetDevice::new(who, common, engine.engine().policy(), audit) })?;
+    let device = runtime.block_on(async {
+        FleetDevice::new(who, label, common, engine.engine().policy(), audit)
+    })?;
     let Some(device) = device else {
         return Ok(None);
     };

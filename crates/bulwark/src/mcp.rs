@@ -55,6 +55,7 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         crate::approvals::desk(&args.common, engine.engine().policy(), audit.clone(), "mcp")?;
     let escalator = crate::fleet::for_engine(
         "mcp",
+        Some(&identity),
         &args.common,
         &engine,
         Arc::new(bulwark_mcp::clock::now_ms),

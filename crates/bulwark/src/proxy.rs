@@ -59,6 +59,7 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
     let epoch = std::time::Instant::now();
     let escalator = crate::fleet::for_engine(
         "proxy",
+        None,
         &args.common,
         &engine,
         Arc::new(move || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)),

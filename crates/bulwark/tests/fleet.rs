@@ -969,6 +969,18 @@ fn the_llm_proxy_escalates_to_the_fleet_and_obeys_its_kill_switch() {
         (out["calls"].as_array().map(Vec::len) == Some(1)).then_some(out)
     });
     assert_eq!(released["calls"][0]["name"], "read_sensor", "{released}");
+    // A request without a session is decided in a scratch state, but from the proxy's
+    // verdict cache: no second trip.
+    let requests = || fleet.devices()["devices"]["proxy-edge"]["requests"].as_u64();
+    eventually(Duration::from_secs(5), "the device is tracked", || {
+        (requests() >= Some(1)).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    let before = requests();
+    let again = sdk("read_sensor", None);
+    assert_eq!(again["calls"][0]["name"], "read_sensor", "{again}");
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(requests(), before, "a cached verdict needs no trip");
     let withheld = sdk("open_valve", Some("agent-1"));
     assert_eq!(withheld["calls"], json!([]), "{withheld}");
     assert_eq!(
@@ -1013,5 +1025,36 @@ fn a_speculative_mcp_gateway_passes_at_once_and_takes_the_fleets_block_later() {
     assert!(
         later["error"].to_string().contains("CLOUD_BLOCK"),
         "{later}"
+    );
+}
+
+/// Two processes may not be one fleet device: the broker would drop each for the other.
+/// The second gateway with the same device id and state refuses to start, naming why.
+#[test]
+fn a_second_process_with_the_same_device_identity_refuses_to_start() {
+    let dir = scratch();
+    let broker = Broker::start(&dir);
+    let state = scratch();
+    let key = "11".repeat(32);
+    let policy = front_policy(&state, &broker, &key, "mcp-twin", "sync_block");
+    let _first = McpEdge::start(&state, &policy);
+    let second = Command::new(BIN)
+        .arg("mcp")
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--")
+        .arg("node")
+        .arg(common::node_server("server-everything"))
+        .arg("stdio")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{err}");
+    assert!(
+        err.contains("another bulwark process is fleet device \"mcp-twin\""),
+        "{err}"
     );
 }

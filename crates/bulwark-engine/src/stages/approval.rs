@@ -48,6 +48,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         &ctx.policy.version,
     );
     let now = ctx.now.mono_ms;
+    if ctx.approved_before {
+        // The grant was used by the decision this one completes.
+        ctx.outcome = ctx.below_approve.clone();
+        ctx.approved = true;
+        ctx.call_digest = Some(digest);
+        return;
+    }
     let granted = env.grants.peek(&digest).is_some_and(|exp| *exp > now);
     if granted {
         env.grants.remove(&digest);

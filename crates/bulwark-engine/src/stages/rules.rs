@@ -257,6 +257,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         .iter()
         .filter(|(r, _)| r.severity >= policy.scoring.burst_min_severity)
         .count();
+    // Deciding a call again with the fleet's answer: its own hits were saved by the
+    // first decision and are in the history already.
+    let recent_burst = if ctx.fleet_answer.is_some() {
+        recent_burst.saturating_sub(counted)
+    } else {
+        recent_burst
+    };
     let burst = policy.scoring.burst_count > 0
         && counted > 0
         && recent_burst + counted >= policy.scoring.burst_count as usize;
