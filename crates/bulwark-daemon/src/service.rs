@@ -446,10 +446,12 @@ impl Service {
         {
             Ok(mut l) => {
                 l.call.principal = peer.principal();
-                (
-                    self.evaluator.evaluate_tainted(&l.call, &l.session_taint),
-                    l.call,
-                )
+                let mut d = self.evaluator.evaluate_tainted(&l.call, &l.session_taint);
+                // Hooks decide through here: the fleet answers for them as for `evaluate`.
+                if let Some(esc) = &self.escalator {
+                    d = self.evaluator.settle_escalation(esc.as_ref(), &l.call, d);
+                }
+                (d, l.call)
             }
             Err(e) => (
                 Decision::invalid_input(
@@ -460,6 +462,9 @@ impl Service {
             ),
         };
         self.record(&d, &call)?;
+        if let Some(esc) = &self.escalator {
+            esc.observe(&d);
+        }
         serde_json::to_value(&d).map_err(|e| RpcError::new(rpc::INTERNAL_ERROR, e.to_string()))
     }
 

@@ -272,7 +272,7 @@ fn policy_text(
     extra: &str,
 ) -> String {
     format!(
-        "version: 1\nname: {name}\n{extra}tools:\n  read_sensor:\n    capabilities: [device.sense]\n    escalate: true\n  open_valve:\n    capabilities: [device.actuate]\n    escalate: true\nfleet:\n  broker: {broker}\n  device_id: {device}\n  name: test\n  public_key: {key}\n  mode: {mode}\n  timeout_ms: 1500\n  canary: {{window_secs: 30, minute_secs: 1, minutes: 3, factor: 5}}\n"
+        "version: 1\nname: {name}\n{extra}tools:\n  read_sensor:\n    capabilities: [device.sense]\n    escalate: true\n  read_gauge:\n    capabilities: [device.sense]\n    escalate: true\n  open_valve:\n    capabilities: [device.actuate]\n    escalate: true\nfleet:\n  broker: {broker}\n  device_id: {device}\n  name: test\n  public_key: {key}\n  mode: {mode}\n  timeout_ms: 1500\n  canary: {{window_secs: 30, minute_secs: 1, minutes: 3, factor: 5}}\n"
     )
 }
 
@@ -435,6 +435,13 @@ fn sync_block_waits_for_the_fleet_and_unknown_tools_are_blocked() {
     let unknown = edge.evaluate("open_valve");
     assert_eq!(unknown["verdict"], "BLOCK", "{unknown}");
     assert_eq!(unknown["reason"], "CLOUD_BLOCK");
+    // Hooks ask through `check`: the fleet answers there too.
+    fleet.verdict("read_gauge", "allow", 30);
+    let hooked = edge.rpc(
+        "check",
+        json!({"tool": "read_gauge", "args": {"gauge": 3}, "session": "hook-1"}),
+    );
+    assert_eq!(hooked["decision"], "allow", "{hooked}");
     // The service tracks the device.
     let devices = eventually(Duration::from_secs(5), "the device is tracked", || {
         let d = fleet.devices();
