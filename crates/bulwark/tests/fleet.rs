@@ -1065,3 +1065,60 @@ fn a_second_process_with_the_same_device_identity_refuses_to_start() {
         "{err}"
     );
 }
+
+/// Over Streamable HTTP, in both protocol eras (a legacy session, and a 2026-07-28 client
+/// the gateway serves by wrapping its requests), the official SDK's calls are decided by
+/// the fleet: `echo` passes on its allow, `get-sum` is refused on its block.
+#[test]
+fn over_http_the_mcp_gateway_asks_the_fleet_in_both_eras() {
+    let dir = scratch();
+    let broker = Broker::start(&dir);
+    let fleet = Fleet::start(&broker);
+    fleet.verdict("echo", "allow", 30);
+    let state = scratch();
+    let policy = front_policy(&state, &broker, &fleet.key, "mcp-http", "sync_block");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let _gw = Peer(
+        Command::new(BIN)
+            .args(["mcp", "--listen", &listen, "--state-dir"])
+            .arg(&state)
+            .arg("--policy")
+            .arg(&policy)
+            .args(["--", "node"])
+            .arg(common::node_server("server-everything"))
+            .arg("stdio")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    eventually(
+        Duration::from_secs(30),
+        "the gateway did not listen",
+        || std::net::TcpStream::connect(&listen).ok(),
+    );
+    for (url, era) in [
+        (format!("http://{listen}/mcp"), "2025-11-25"),
+        (format!("auto+http://{listen}/mcp"), "2026-07-28"),
+    ] {
+        let out = eventually(Duration::from_secs(30), "echo through the fleet", || {
+            let o = Command::new(common::python())
+                .arg(common::peers_dir().join("sdk_client.py"))
+                .arg("everything")
+                .arg(&url)
+                .output()
+                .unwrap();
+            let v: Value = serde_json::from_slice(&o.stdout).ok()?;
+            v["echo"].get("ok").is_some().then_some(v)
+        });
+        assert_eq!(out["protocol"], era, "{url}");
+        assert_eq!(
+            out["echo"]["ok"]["content"][0]["text"], "Echo: hello through the gateway",
+            "{url}: {out}"
+        );
+        assert_eq!(
+            out["sum"]["error"]["data"]["reason_code"], "CLOUD_BLOCK",
+            "{url}: {}",
+            out["sum"]
+        );
+    }
+}
