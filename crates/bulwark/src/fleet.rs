@@ -553,7 +553,7 @@ fn verdict_of(a: Action) -> Verdict {
 
 impl FleetDevice {
     /// The device for the policy's `fleet:` section; nothing connects until
-    /// [`FleetDevice::connect`]. The state of an earlier run (the policy version applied,
+    /// [`FleetDevice::attach`]. The state of an earlier run (the policy version applied,
     /// the kill switch) comes from STATE_DIR/fleet (the daemon) or STATE_DIR/fleet/device-ID.
     pub fn new(
         who: &'static str,
