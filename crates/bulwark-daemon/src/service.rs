@@ -127,24 +127,20 @@ impl Evaluator {
         self.shared.replace_policy(policy);
     }
 
-    /// Caches a fleet verdict for `tool_hash` (TTL capped by the cache; 0 removes).
+    /// Caches a fleet verdict for `tool_hash` ([`SharedEngine::cache_verdict`]).
     pub fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64) {
-        let now = self.now_ms();
-        let _ = self
-            .shared
-            .state()
-            .verdicts
-            .insert(tool_hash, verdict, ttl_min, now);
+        self.shared
+            .cache_verdict(tool_hash, verdict, ttl_min, self.now_ms());
     }
 
     /// Drops every cached fleet verdict.
     pub fn flush_verdicts(&self) {
-        self.shared.state().verdicts.clear();
+        self.shared.flush_verdicts();
     }
 
     /// Turns the lockdown stage on or off (the fleet's kill switch).
     pub fn set_lockdown(&self, on: bool) {
-        self.shared.state().lockdown = on;
+        self.shared.set_lockdown(on);
     }
 
     /// Lets the call with `digest` through once within `ttl_ms` (a person approved it).

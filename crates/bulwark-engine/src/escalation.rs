@@ -53,7 +53,8 @@ impl SharedEngine {
                 };
                 let now_ms = now();
                 if ttl > 0 {
-                    self.cache_verdict(&call.tool.name, verdict, ttl, now_ms);
+                    let hash = crate::verdict_cache::tool_hash(&call.tool.name);
+                    self.cache_verdict(hash, verdict, ttl, now_ms);
                 }
                 if d.is_allowed() {
                     return d;
@@ -65,10 +66,24 @@ impl SharedEngine {
         }
     }
 
-    /// Caches the fleet's verdict for `tool` for `ttl_min` minutes (capped by the cache;
-    /// 0 removes it).
-    pub fn cache_verdict(&self, tool: &str, verdict: Verdict, ttl_min: u64, now_ms: u64) {
-        let hash = crate::verdict_cache::tool_hash(tool);
-        let _ = self.state().verdicts.insert(hash, verdict, ttl_min, now_ms);
+    /// Caches the fleet's verdict for the tool with `tool_hash`
+    /// ([`crate::verdict_cache::tool_hash`]) for `ttl_min` minutes (capped by the cache; 0
+    /// removes it). A verdict the cache does not take (not allow, warn or block) is not
+    /// cached, so the tool stays escalated.
+    pub fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64, now_ms: u64) {
+        let _ = self
+            .state()
+            .verdicts
+            .insert(tool_hash, verdict, ttl_min, now_ms);
+    }
+
+    /// Drops every cached fleet verdict (a policy update, the kill switch's `FLUSH_CACHE`).
+    pub fn flush_verdicts(&self) {
+        self.state().verdicts.clear();
+    }
+
+    /// Turns the lockdown stage on or off (the fleet's kill switch).
+    pub fn set_lockdown(&self, on: bool) {
+        self.state().lockdown = on;
     }
 }

@@ -172,8 +172,10 @@ impl Engine {
             &mut Quiet,
             pipeline::Pass {
                 delivered: false,
-                fleet_answer: Some(verdict),
-                approved_before: first.approved,
+                fleet_answer: Some(pipeline::FleetAnswer {
+                    verdict,
+                    approved: first.approved,
+                }),
             },
         )
     }

@@ -137,10 +137,17 @@ pub struct Ctx<'a> {
     /// The fleet's answer for this call, when it is decided a second time after a
     /// `sync_block` escalation: stage 12 uses it instead of the cache, and what the first
     /// pass already charged (rate tokens, burst hits) is not charged again.
-    pub fleet_answer: Option<Verdict>,
-    /// In that second decision: the first one used a person's approval of this call (and
-    /// removed the grant), so this one stands approved too.
-    pub approved_before: bool,
+    pub fleet_answer: Option<FleetAnswer>,
+}
+
+/// The fleet's answer to a `sync_block` escalation, for deciding the call again.
+#[derive(Clone, Copy, Debug)]
+pub struct FleetAnswer {
+    /// What the fleet said.
+    pub verdict: Verdict,
+    /// The first decision used a person's approval of this call (and removed the grant),
+    /// so the second stands approved too.
+    pub approved: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -216,9 +223,7 @@ pub(crate) struct Pass {
     /// now cannot take it back.
     pub delivered: bool,
     /// The fleet answered an escalation of this call ([`Ctx::fleet_answer`]).
-    pub fleet_answer: Option<Verdict>,
-    /// The first decision used an approval ([`Ctx::approved_before`]).
-    pub approved_before: bool,
+    pub fleet_answer: Option<FleetAnswer>,
 }
 
 /// Runs the pipeline.
@@ -264,7 +269,6 @@ pub(crate) fn run(
         note: String::new(),
         observed: observer.wants_notes(),
         fleet_answer: pass.fleet_answer,
-        approved_before: pass.approved_before,
     };
     let mut env = state.env(&call.session, now.mono_ms);
     for &stage in stages::order(call.direction) {

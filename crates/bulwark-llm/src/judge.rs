@@ -185,7 +185,8 @@ impl Judge {
                 let mut scratch = State::new(engine.policy());
                 // A request without a session keeps no state of its own, but the fleet's
                 // kill switch and verdicts are not session state: they hold here too.
-                {
+                // Only the fleet sets them, so without one the shared lock is not taken.
+                if cx.escalator.is_some() {
                     let state = shared.state();
                     scratch.lockdown = state.lockdown;
                     scratch.verdicts = state.verdicts.clone();
@@ -511,10 +512,9 @@ impl Judge {
     ) -> (Decision, TaintSet) {
         let (mono, _) = self.now();
         if ttl > 0 {
-            self.shared
-                .cache_verdict(&call.tool.name, verdict, ttl, mono);
+            let hash = bulwark_engine::verdict_cache::tool_hash(&call.tool.name);
+            self.shared.cache_verdict(hash, verdict, ttl, mono);
             if let Store::Scratch(state) = &mut self.store {
-                let hash = bulwark_engine::verdict_cache::tool_hash(&call.tool.name);
                 let _ = state.verdicts.insert(hash, verdict, ttl, mono);
             }
         }

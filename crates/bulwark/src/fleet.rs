@@ -435,17 +435,14 @@ impl FleetTarget for EngineTarget {
         self.engine.replace_policy(policy);
     }
     fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64) {
-        let _ = self
-            .engine
-            .state()
-            .verdicts
-            .insert(tool_hash, verdict, ttl_min, (self.now_ms)());
+        self.engine
+            .cache_verdict(tool_hash, verdict, ttl_min, (self.now_ms)());
     }
     fn flush_verdicts(&self) {
-        self.engine.state().verdicts.clear();
+        self.engine.flush_verdicts();
     }
     fn set_lockdown(&self, on: bool) {
-        self.engine.state().lockdown = on;
+        self.engine.set_lockdown(on);
     }
 }
 

@@ -13,7 +13,10 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use common::{BIN, Peer, eventually, free_port, node_server, peers_dir, python, scratch};
+use common::{
+    BIN, Peer, eventually, free_port, mcp_listen_everything, node_server, peers_dir, python,
+    scratch,
+};
 use serde_json::{Value, json};
 
 /// A policy where `echo` and `get-sum` need a person; `get-sum` gives up after 3 s.
@@ -327,26 +330,7 @@ fn a_2026_client_gets_an_input_required_result_and_its_answer_decides() {
     for (answer, passes) in [("yes", true), ("no", false)] {
         let state = scratch();
         let policy = policy(&state, "");
-        let listen = format!("127.0.0.1:{}", free_port());
-        let everything = node_server("server-everything");
-        let _gw = Peer(
-            Command::new(BIN)
-                .args(["mcp", "--listen", &listen, "--state-dir"])
-                .arg(&state)
-                .arg("--policy")
-                .arg(&policy)
-                .args(["--", "node"])
-                .arg(&everything)
-                .arg("stdio")
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        );
-        eventually(
-            Duration::from_secs(30),
-            "the gateway did not listen",
-            || std::net::TcpStream::connect(&listen).ok(),
-        );
+        let (_gw, listen) = mcp_listen_everything(&state, &policy);
         let url = format!("auto+http://{listen}/mcp");
         let client = SdkClient::start(
             answer,

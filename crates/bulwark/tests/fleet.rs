@@ -1077,25 +1077,7 @@ fn over_http_the_mcp_gateway_asks_the_fleet_in_both_eras() {
     fleet.verdict("echo", "allow", 30);
     let state = scratch();
     let policy = front_policy(&state, &broker, &fleet.key, "mcp-http", "sync_block");
-    let listen = format!("127.0.0.1:{}", free_port());
-    let _gw = Peer(
-        Command::new(BIN)
-            .args(["mcp", "--listen", &listen, "--state-dir"])
-            .arg(&state)
-            .arg("--policy")
-            .arg(&policy)
-            .args(["--", "node"])
-            .arg(common::node_server("server-everything"))
-            .arg("stdio")
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    eventually(
-        Duration::from_secs(30),
-        "the gateway did not listen",
-        || std::net::TcpStream::connect(&listen).ok(),
-    );
+    let (_gw, listen) = common::mcp_listen_everything(&state, &policy);
     for (url, era) in [
         (format!("http://{listen}/mcp"), "2025-11-25"),
         (format!("auto+http://{listen}/mcp"), "2026-07-28"),

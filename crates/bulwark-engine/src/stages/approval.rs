@@ -48,7 +48,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         &ctx.policy.version,
     );
     let now = ctx.now.mono_ms;
-    if ctx.approved_before {
+    if ctx.fleet_answer.is_some_and(|a| a.approved) {
         // The grant was used by the decision this one completes.
         ctx.outcome = ctx.below_approve.clone();
         ctx.approved = true;

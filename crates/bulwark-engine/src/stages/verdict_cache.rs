@@ -16,7 +16,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
     let name = &ctx.call.tool.name;
     let cached = match ctx.fleet_answer {
-        Some(v) => Some(v),
+        Some(a) => Some(a.verdict),
         None => {
             let hash = crate::verdict_cache::tool_hash(name);
             let hit = env.verdicts.get(&hash, ctx.now.mono_ms);

@@ -147,3 +147,28 @@ pub fn model_api(dir: &Path) -> (Peer, String) {
     );
     (peer, format!("http://127.0.0.1:{}", port.trim()))
 }
+
+/// `bulwark mcp --listen` on a free loopback port around server-everything (stdio), with
+/// `policy` and its state in `state`; the address it serves, once it listens.
+pub fn mcp_listen_everything(state: &Path, policy: &Path) -> (Peer, String) {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let peer = Peer(
+        std::process::Command::new(BIN)
+            .args(["mcp", "--listen", &listen, "--state-dir"])
+            .arg(state)
+            .arg("--policy")
+            .arg(policy)
+            .args(["--", "node"])
+            .arg(node_server("server-everything"))
+            .arg("stdio")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    eventually(
+        std::time::Duration::from_secs(30),
+        "the gateway did not listen",
+        || std::net::TcpStream::connect(&listen).ok(),
+    );
+    (peer, listen)
+}
