@@ -17,13 +17,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::frame::{self, Frame};
 use crate::http::Link;
 use crate::jsonrpc::{self, Kind};
-use crate::stdio::MAX_FRAME;
+use crate::port::{self, Port};
 
 /// The separator between a server's name and its tool's or prompt's.
 pub const SEPARATOR: &str = "__";
@@ -33,11 +31,11 @@ const MAX_WAITING: usize = 1024;
 /// Resource URIs remembered for routing.
 const MAX_URIS: usize = 10_000;
 
-/// One aggregated server: its name and the pipe to its gateway core.
+/// One aggregated server: its name and the port to its gateway core.
 pub struct Member {
     /// The name its tools are prefixed with.
     pub name: String,
-    /// The pipe (see [`crate::http::Link`]).
+    /// The port to its core (see [`crate::http::Link`]).
     pub link: Link,
 }
 
@@ -67,17 +65,14 @@ struct Group {
 }
 
 enum Event {
-    Client(Vec<u8>),
-    /// A client message over the size limit, with its id when one was found.
-    ClientOversized(Option<Value>),
+    Client(Value),
     ClientGone,
-    Member(usize, Vec<u8>),
+    Member(usize, Value),
     MemberGone(usize),
 }
 
-/// Joins `members` into one pipe for a client. The returned link's `stop` ends them all.
+/// Joins `members` into one port for a client. The returned link's `stop` ends them all.
 pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> Link {
-    let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (events, mut inbox) = mpsc::channel::<Event>(256);
     let mut names = Vec::new();
@@ -86,52 +81,26 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
     for (i, m) in members.into_iter().enumerate() {
         names.push(m.name);
         stops.push(m.link.stop);
-        let (read, write) = tokio::io::split(m.link.io);
-        writers.push(line_writer(write, MEMBER_QUEUE));
-        let tx = events.clone();
+        let Port { tx, mut rx } = m.link.port;
+        writers.push(tx);
+        let events = events.clone();
         tokio::spawn(async move {
-            let mut r = BufReader::new(read);
-            loop {
-                let line = match frame::read(&mut r, MAX_FRAME + 4096).await {
-                    Ok(Frame::Line(l)) => l,
-                    // Masking can grow an answer past the limit: its request still gets one.
-                    Ok(Frame::Oversized(Some(id))) => jsonrpc::error(
-                        &id,
-                        jsonrpc::INTERNAL_ERROR,
-                        &format!("the answer is larger than {MAX_FRAME} bytes"),
-                        None,
-                    )
-                    .to_string()
-                    .into_bytes(),
-                    Ok(Frame::Oversized(None)) => continue,
-                    Ok(Frame::Eof) | Err(_) => break,
-                };
-                if tx.send(Event::Member(i, line)).await.is_err() {
+            while let Some(v) = rx.recv().await {
+                if events.send(Event::Member(i, v)).await.is_err() {
                     return;
                 }
             }
-            let _ = tx.send(Event::MemberGone(i)).await;
+            let _ = events.send(Event::MemberGone(i)).await;
         });
     }
-    let (client_read, client_write) = tokio::io::split(ours);
-    let to_client = line_writer(client_write, CLIENT_QUEUE);
+    let (client_tx, mut client_rx) = port::channel(MEMBER_QUEUE);
+    let (to_client, client_inbox) = port::channel(CLIENT_QUEUE);
     {
         let tx = events.clone();
         tokio::spawn(async move {
-            let mut r = BufReader::new(client_read);
-            loop {
-                match frame::read(&mut r, MAX_FRAME).await {
-                    Ok(Frame::Line(l)) => {
-                        if tx.send(Event::Client(l)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Ok(Frame::Oversized(id)) => {
-                        if tx.send(Event::ClientOversized(id)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Ok(Frame::Eof) | Err(_) => break,
+            while let Some(v) = client_rx.recv().await {
+                if tx.send(Event::Client(v)).await.is_err() {
+                    return;
                 }
             }
             let _ = tx.send(Event::ClientGone).await;
@@ -156,13 +125,8 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
             });
             tokio::select! {
                 e = inbox.recv() => match e {
-                    Some(Event::Client(l)) => mux.on_client(&l),
-                    Some(Event::ClientOversized(id)) => mux.refuse(
-                        &id.unwrap_or(Value::Null),
-                        jsonrpc::INVALID_REQUEST,
-                        &format!("message larger than {MAX_FRAME} bytes"),
-                    ),
-                    Some(Event::Member(i, l)) => mux.on_member(i, &l),
+                    Some(Event::Client(v)) => mux.on_client(v),
+                    Some(Event::Member(i, v)) => mux.on_member(i, v),
                     Some(Event::MemberGone(i)) => mux.member_gone(i),
                     Some(Event::ClientGone) => {
                         drain = Some(tokio::time::Instant::now() + DRAIN);
@@ -180,42 +144,27 @@ pub fn aggregate(members: Vec<Member>, log: Arc<dyn Fn(&str) + Send + Sync>) -> 
         }
     });
     Link {
-        io: theirs,
+        port: Port {
+            tx: client_tx,
+            rx: client_inbox,
+        },
         stop,
         extra: None,
     }
 }
 
-/// Lines queued for each server: one that stops reading fails the requests sent its way
+/// Messages queued for each server: one that stops reading fails the requests sent its way
 /// rather than stalling the others.
 const MEMBER_QUEUE: usize = 256;
-/// Lines queued for the client: one that stops reading this long loses its session.
+/// Messages queued for the client: one that stops reading this long loses its session.
 const CLIENT_QUEUE: usize = 4096;
 /// How long answers are still waited for once the client is done sending.
 const DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// A task writing lines to `w`; the sender's end closes it.
-fn line_writer<W>(mut w: W, queue: usize) -> mpsc::Sender<Vec<u8>>
-where
-    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(queue);
-    tokio::spawn(async move {
-        while let Some(mut l) = rx.recv().await {
-            l.push(b'\n');
-            if w.write_all(&l).await.is_err() {
-                break;
-            }
-        }
-        let _ = w.shutdown().await;
-    });
-    tx
-}
-
 struct Mux {
     names: Vec<String>,
-    writers: Vec<mpsc::Sender<Vec<u8>>>,
-    to_client: mpsc::Sender<Vec<u8>>,
+    writers: Vec<port::Sender>,
+    to_client: port::Sender,
     next: u64,
     /// Sub-request id → its group.
     parts: HashMap<String, (u64, usize)>,
@@ -234,8 +183,8 @@ struct Mux {
 impl Mux {
     fn new(
         names: Vec<String>,
-        writers: Vec<mpsc::Sender<Vec<u8>>>,
-        to_client: mpsc::Sender<Vec<u8>>,
+        writers: Vec<port::Sender>,
+        to_client: port::Sender,
         log: Arc<dyn Fn(&str) + Send + Sync>,
     ) -> Mux {
         Mux {
@@ -257,7 +206,7 @@ impl Mux {
     /// Never waits: a client that does not read ends its session instead of stalling
     /// every server.
     fn client(&mut self, v: &Value) {
-        if self.to_client.try_send(v.to_string().into_bytes()).is_err() && !self.closing {
+        if !self.to_client.try_send(v.clone()) && !self.closing {
             (self.log)("the client is not reading what it is sent; its session ends");
             self.closing = true;
         }
@@ -265,9 +214,7 @@ impl Mux {
 
     /// Never waits: false when the server is not taking messages.
     fn member(&self, i: usize, v: &Value) -> bool {
-        self.writers
-            .get(i)
-            .is_some_and(|w| w.try_send(v.to_string().into_bytes()).is_ok())
+        self.writers.get(i).is_some_and(|w| w.try_send(v.clone()))
     }
 
     fn fresh(&mut self, prefix: &str) -> String {
@@ -311,8 +258,8 @@ impl Mux {
         self.client(&jsonrpc::error(id, code, message, None));
     }
 
-    fn on_client(&mut self, line: &[u8]) {
-        let (mut msg, kind) = match jsonrpc::parse(line) {
+    fn on_client(&mut self, mut msg: Value) {
+        let kind = match jsonrpc::classify(&msg) {
             Ok(x) => x,
             Err(e) => return self.refuse(&Value::Null, e.code(), &e.to_string()),
         };
@@ -334,8 +281,7 @@ impl Mux {
                 }
                 let target = match method.as_str() {
                     "tools/call" | "prompts/get" => {
-                        let name = msg
-                            .pointer("/params/name")
+                        let name = jsonrpc::at(&msg, "/params/name")
                             .and_then(Value::as_str)
                             .unwrap_or("");
                         self.split(name).map(|(i, rest)| {
@@ -343,12 +289,15 @@ impl Mux {
                             i
                         })
                     }
-                    "resources/read" | "resources/subscribe" | "resources/unsubscribe" => msg
-                        .pointer("/params/uri")
-                        .and_then(Value::as_str)
-                        .and_then(|u| self.owner_of(u)),
+                    "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+                        jsonrpc::at(&msg, "/params/uri")
+                            .and_then(Value::as_str)
+                            .and_then(|u| self.owner_of(u))
+                    }
                     "completion/complete" => {
-                        let r = msg.pointer("/params/ref").cloned().unwrap_or(Value::Null);
+                        let r = jsonrpc::at(&msg, "/params/ref")
+                            .cloned()
+                            .unwrap_or(Value::Null);
                         match r.get("type").and_then(Value::as_str) {
                             Some("ref/prompt") => {
                                 let name = r.get("name").and_then(Value::as_str).unwrap_or("");
@@ -405,7 +354,7 @@ impl Mux {
             }
             Kind::Notification { method } => {
                 if method == "notifications/cancelled" {
-                    let Some(rid) = msg.pointer("/params/requestId").cloned() else {
+                    let Some(rid) = jsonrpc::at(&msg, "/params/requestId").cloned() else {
                         return;
                     };
                     // The client gave up: no answer is owed, and nothing more is waited for.
@@ -461,8 +410,7 @@ impl Mux {
         }
         self.next += 1;
         let g = self.next;
-        let asked = msg
-            .pointer("/params/protocolVersion")
+        let asked = jsonrpc::at(&msg, "/params/protocolVersion")
             .and_then(Value::as_str)
             .map(str::to_string);
         let mut template = msg;
@@ -515,8 +463,8 @@ impl Mux {
         }
     }
 
-    fn on_member(&mut self, i: usize, line: &[u8]) {
-        let Ok((mut msg, kind)) = jsonrpc::parse(line) else {
+    fn on_member(&mut self, i: usize, mut msg: Value) {
+        let Ok(kind) = jsonrpc::classify(&msg) else {
             return;
         };
         match kind {
@@ -546,7 +494,7 @@ impl Mux {
             Kind::Notification { method } => {
                 if method == "notifications/cancelled" {
                     // The server gave up on a request of its own: name it as the client knows it.
-                    let rid = msg.pointer("/params/requestId").cloned();
+                    let rid = jsonrpc::at(&msg, "/params/requestId").cloned();
                     let ours = self
                         .server_requests
                         .iter()
@@ -702,7 +650,7 @@ impl Mux {
     fn merge_initialize(&self, oks: &[(usize, Value)], asked: Option<&str>) -> Value {
         let versions: Vec<&str> = oks
             .iter()
-            .filter_map(|(_, m)| m.pointer("/result/protocolVersion").and_then(Value::as_str))
+            .filter_map(|(_, m)| jsonrpc::at(m, "/result/protocolVersion").and_then(Value::as_str))
             .collect();
         let version = match asked {
             Some(a) if versions.iter().all(|v| *v == a) => a.to_string(),
@@ -715,7 +663,7 @@ impl Mux {
         let mut caps = Map::new();
         let mut instructions = Vec::new();
         for (i, m) in oks {
-            if let Some(c) = m.pointer("/result/capabilities").and_then(Value::as_object) {
+            if let Some(c) = jsonrpc::at(m, "/result/capabilities").and_then(Value::as_object) {
                 for (k, v) in c {
                     let slot = caps.entry(k.clone()).or_insert_with(|| json!({}));
                     if let (Some(into), Some(from)) = (slot.as_object_mut(), v.as_object()) {
@@ -725,7 +673,7 @@ impl Mux {
                     }
                 }
             }
-            if let Some(text) = m.pointer("/result/instructions").and_then(Value::as_str) {
+            if let Some(text) = jsonrpc::at(m, "/result/instructions").and_then(Value::as_str) {
                 instructions.push(format!("[{}] {text}", self.names[*i]));
             }
         }
@@ -815,7 +763,7 @@ mod tests {
     use super::*;
 
     fn mux(names: &[&str]) -> Mux {
-        let (to_client, _rx) = mpsc::channel(1);
+        let (to_client, _rx) = port::channel(1);
         Mux::new(
             names.iter().map(|n| n.to_string()).collect(),
             Vec::new(),

@@ -348,8 +348,24 @@ impl Gateway {
 
     /// A frame from the client.
     pub fn from_client(&self, frame: &[u8], now_ms: u64) -> Vec<Out> {
-        let (msg, kind) = match jsonrpc::parse(frame) {
-            Ok(m) => m,
+        match serde_json::from_slice(frame) {
+            Ok(msg) => self.from_client_message(msg, now_ms),
+            Err(e) => {
+                let e = jsonrpc::FrameError::Parse(e.to_string());
+                vec![Out::Client(jsonrpc::error(
+                    &Value::Null,
+                    e.code(),
+                    &e.to_string(),
+                    None,
+                ))]
+            }
+        }
+    }
+
+    /// [`Gateway::from_client`] for a message already parsed (handed over in process).
+    pub fn from_client_message(&self, msg: Value, now_ms: u64) -> Vec<Out> {
+        let kind = match jsonrpc::classify(&msg) {
+            Ok(k) => k,
             Err(e) => {
                 return vec![Out::Client(jsonrpc::error(
                     &Value::Null,
@@ -370,7 +386,7 @@ impl Gateway {
                     return Vec::new();
                 }
                 if method == "notifications/cancelled"
-                    && let Some(req) = msg.pointer("/params/requestId")
+                    && let Some(req) = jsonrpc::at(&msg, "/params/requestId")
                 {
                     let key = jsonrpc::id_key(req);
                     if self.held().remove(&key).is_some() {
@@ -397,7 +413,7 @@ impl Gateway {
     fn client_request(&self, mut msg: Value, id: Value, method: String, now_ms: u64) -> Vec<Out> {
         let key = jsonrpc::id_key(&id);
         if method == "initialize" {
-            let elicits = msg.pointer("/params/capabilities/elicitation").is_some();
+            let elicits = jsonrpc::at(&msg, "/params/capabilities/elicitation").is_some();
             self.elicits
                 .store(elicits, std::sync::atomic::Ordering::Relaxed);
         }
@@ -427,12 +443,10 @@ impl Gateway {
         let mut tool = None;
         let mut args = Value::Null;
         if method == "tools/call" {
-            let name = msg
-                .pointer("/params/name")
+            let name = jsonrpc::at(&msg, "/params/name")
                 .and_then(Value::as_str)
                 .map(str::to_string);
-            let arguments = msg
-                .pointer("/params/arguments")
+            let arguments = jsonrpc::at(&msg, "/params/arguments")
                 .cloned()
                 .unwrap_or_else(|| json!({}));
             let (Some(name), true) = (name, arguments.is_object()) else {
@@ -507,16 +521,15 @@ impl Gateway {
                 }
             }
             tool = Some(name);
-            args = msg
-                .pointer("/params/arguments")
+            args = jsonrpc::at(&msg, "/params/arguments")
                 .cloned()
                 .unwrap_or(arguments);
         } else if method == "resources/read" {
-            args = json!({"uri": msg.pointer("/params/uri").cloned().unwrap_or(Value::Null)});
+            args = json!({"uri": jsonrpc::at(&msg, "/params/uri").cloned().unwrap_or(Value::Null)});
         } else if method == "prompts/get" {
             args = json!({
-                "name": msg.pointer("/params/name").cloned().unwrap_or(Value::Null),
-                "arguments": msg.pointer("/params/arguments").cloned().unwrap_or(Value::Null),
+                "name": jsonrpc::at(&msg, "/params/name").cloned().unwrap_or(Value::Null),
+                "arguments": jsonrpc::at(&msg, "/params/arguments").cloned().unwrap_or(Value::Null),
             });
         }
         self.pending().insert(
@@ -534,10 +547,22 @@ impl Gateway {
 
     /// A frame from the server.
     pub fn from_server(&self, frame: &[u8], now_ms: u64) -> Vec<Out> {
-        let (msg, kind) = match jsonrpc::parse(frame) {
-            Ok(m) => m,
+        match serde_json::from_slice(frame) {
+            Ok(msg) => self.from_server_message(msg, now_ms),
             Err(e) => {
                 // Nothing to route it to; the request it may have answered times out.
+                let e = jsonrpc::FrameError::Parse(e.to_string());
+                (self.log)(&format!("dropped a frame from the server: {e}"));
+                Vec::new()
+            }
+        }
+    }
+
+    /// [`Gateway::from_server`] for a message already parsed (handed over in process).
+    pub fn from_server_message(&self, msg: Value, now_ms: u64) -> Vec<Out> {
+        let kind = match jsonrpc::classify(&msg) {
+            Ok(k) => k,
+            Err(e) => {
                 (self.log)(&format!("dropped a frame from the server: {e}"));
                 return Vec::new();
             }

@@ -13,6 +13,8 @@ use bulwark_approvals::Request;
 
 use serde_json::{Value, json};
 
+use crate::jsonrpc;
+
 /// The `inputRequests` key and elicitation id prefix that are the gateway's own.
 pub const KEY: &str = "bulwark.approval";
 /// How the gateway's `requestState` starts.
@@ -103,7 +105,7 @@ pub fn input_required(id: &Value, r: &Request) -> Value {
 
 /// Whether a 2026-07-28 request's client can answer an elicitation.
 pub fn modern_elicits(msg: &Value) -> bool {
-    let meta = msg.pointer("/params/_meta");
+    let meta = jsonrpc::at(msg, "/params/_meta");
     meta.and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
         .and_then(Value::as_str)
         .is_some_and(|v| v >= "2026-07-28")
@@ -117,8 +119,7 @@ pub fn modern_elicits(msg: &Value) -> bool {
 pub fn answer(result: &Value) -> Option<bool> {
     match result.get("action").and_then(Value::as_str)? {
         "accept" => Some(
-            result
-                .pointer("/content/approve")
+            jsonrpc::at(result, "/content/approve")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         ),

@@ -69,6 +69,46 @@ pub fn parse(frame: &[u8]) -> Result<(Value, Kind), FrameError> {
     Ok((v, kind))
 }
 
+/// `v.pointer(path)` for a constant path without escapes (`~0`, `~1`). serde_json's
+/// `pointer` unescapes every segment into a new string; the gateway looks up a few paths
+/// in every message, so it uses this instead.
+///
+/// ```
+/// use bulwark_mcp::jsonrpc::at;
+/// let v = serde_json::json!({"params": {"name": "echo", "list": [1, 2]}});
+/// assert_eq!(at(&v, "/params/name"), v.pointer("/params/name"));
+/// assert_eq!(at(&v, "/params/list/1"), Some(&serde_json::json!(2)));
+/// assert_eq!(at(&v, "/params/nope"), None);
+/// ```
+pub fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    if !path.is_empty() && !path.starts_with('/') {
+        return None;
+    }
+    path.split('/').skip(1).try_fold(v, |t, key| match t {
+        Value::Object(m) => m.get(key),
+        Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get(i)),
+        _ => None,
+    })
+}
+
+/// `v` serialised, into a buffer sized from an estimate of its length: what goes out on
+/// the wire. (`Value::to_string` formats through `fmt::Write` and grows its buffer as it
+/// goes.)
+pub fn to_bytes(v: &Value) -> Vec<u8> {
+    let hint = crate::port::approx_len(v);
+    let mut out = Vec::with_capacity(hint + hint / 8 + 16);
+    if serde_json::to_writer(&mut out, v).is_err() {
+        // Not reached for a `Value` (its keys are strings); the slow path says the same.
+        out = v.to_string().into_bytes();
+    }
+    out
+}
+
+/// [`to_bytes`] as text.
+pub fn to_text(v: &Value) -> String {
+    String::from_utf8(to_bytes(v)).unwrap_or_else(|_| v.to_string())
+}
+
 /// Says what kind of message `v` is.
 pub fn classify(v: &Value) -> Result<Kind, FrameError> {
     let Some(m) = v.as_object() else {

@@ -17,5 +17,6 @@ pub mod http;
 pub mod jsonrpc;
 mod locks;
 pub mod pinfile;
+pub mod port;
 pub mod remote;
 pub mod stdio;

@@ -1,5 +1,6 @@
-//! A remote MCP server over Streamable HTTP, seen by the gateway as a pipe of
-//! newline-delimited JSON-RPC (a [`Pipe`]), the same as a child's stdin and stdout.
+//! A remote MCP server over Streamable HTTP, seen by the gateway core as a [`Pipe`]: parsed
+//! messages both ways over an in-process [`crate::port`], where a child has its stdin and
+//! stdout.
 //!
 //! Connections go through an SSRF-safe connector: the upstream's name is resolved by the
 //! gateway, every address is classified, internal ones are refused unless the operator
@@ -8,7 +9,7 @@
 //! request (its bearer token, its headers) is sent upstream: the gateway makes its own.
 //!
 //! Each message is one POST; its answer (JSON, or an SSE stream read to its end) comes back
-//! as lines. Until `initialize` is answered, messages go one at a time (the session id
+//! as messages. Until `initialize` is answered, messages go one at a time (the session id
 //! comes with its answer); after, each in a task of its own (at most 64 at once), so a slow
 //! tool call holds nothing else up, and a cancelled request stops being waited for. A
 //! request the upstream refuses or cannot be reached for is answered with a JSON-RPC error, never silence.
@@ -22,15 +23,16 @@ use std::time::Duration;
 use bulwark_net::HostClass;
 use futures_util::StreamExt;
 use serde_json::Value;
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 
-use crate::frame::{self, Frame};
 use crate::jsonrpc::{self, Kind};
 use crate::stdio::{MAX_FRAME, Pipe};
 
 /// POST bodies being read at once, per upstream session.
 const MAX_IN_FLIGHT: usize = 64;
+
+/// Messages queued each way between an upstream session and its gateway core.
+const PORT_QUEUE: usize = 256;
 
 /// Requests whose extra headers are kept at once; the oldest go first.
 const MAX_EXTRA: usize = 256;
@@ -202,34 +204,22 @@ impl Remote {
         })
     }
 
-    /// Opens one upstream session: a pipe the gateway core talks to.
+    /// Opens one upstream session: the pipe (a port) the gateway core talks to.
     pub fn connect(
         &self,
         log: Arc<dyn Fn(&str) + Send + Sync>,
         extra: Option<Arc<ExtraHeaders>>,
     ) -> Pipe {
-        let (ours, theirs) = tokio::io::duplex(64 * 1024);
-        let (read, mut write) = tokio::io::split(ours);
-        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
-        // One writer of lines back to the gateway.
-        let writer = tokio::spawn(async move {
-            while let Some(mut l) = rx.recv().await {
-                l.push(b'\n');
-                if write.write_all(&l).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let (relay_end, ours) = crate::port::pair(PORT_QUEUE);
+        let crate::port::Port {
+            tx: lines,
+            rx: mut from_core,
+        } = ours;
         let remote = self.clone();
         if self.legacy_sse {
-            let task = tokio::spawn(async move {
-                legacy_sse(remote, read, tx, log).await;
-                let _ = writer.await;
-            });
-            let (out_read, out_write) = tokio::io::split(theirs);
+            let task = tokio::spawn(legacy_sse(remote, from_core, lines, log));
             return Pipe {
-                input: Box::new(out_write),
-                output: Box::new(out_read),
+                port: relay_end,
                 task,
             };
         }
@@ -238,7 +228,7 @@ impl Remote {
                 remote,
                 session: Mutex::new(None),
                 version: Mutex::new(None),
-                lines: tx,
+                lines,
                 log,
                 extra,
                 in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
@@ -246,7 +236,6 @@ impl Remote {
                 expired: std::sync::atomic::AtomicBool::new(false),
                 forgot: tokio::sync::Notify::new(),
             });
-            let mut reader = BufReader::new(read);
             // Every task this session starts: aborted with it, whatever the upstream does.
             let mut tasks = tokio::task::JoinSet::new();
             let mut listening = false;
@@ -261,24 +250,20 @@ impl Remote {
                 }
                 // An upstream that forgot the session ends this one at once, not at the
                 // client's next message.
-                let read = tokio::select! {
-                    r = frame::read(&mut reader, MAX_FRAME) => r,
+                let got = tokio::select! {
+                    m = from_core.recv() => m,
                     _ = state.forgot.notified() => {
                         (state.log)("the upstream server forgot the session; it ends here too");
                         break;
                     }
                 };
-                let line = match read {
-                    Ok(Frame::Line(l)) => l,
-                    Ok(Frame::Oversized(_)) => continue,
-                    Ok(Frame::Eof) | Err(_) => break,
-                };
-                let Ok((msg, kind)) = jsonrpc::parse(&line) else {
+                let Some(msg) = got else { break };
+                let Ok(kind) = jsonrpc::classify(&msg) else {
                     continue;
                 };
                 if let Kind::Notification { method } = &kind
                     && method == "notifications/cancelled"
-                    && let Some(rid) = msg.pointer("/params/requestId")
+                    && let Some(rid) = jsonrpc::at(&msg, "/params/requestId")
                     && let Some(h) = lock(&state.bodies).remove(&jsonrpc::id_key(rid))
                 {
                     h.abort();
@@ -337,13 +322,11 @@ impl Remote {
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
             state.end().await;
+            // The relay sees the end of the server's messages once every sender is gone.
             drop(state);
-            let _ = writer.await;
         });
-        let (out_read, out_write) = tokio::io::split(theirs);
         Pipe {
-            input: Box::new(out_write),
-            output: Box::new(out_read),
+            port: relay_end,
             task,
         }
     }
@@ -418,7 +401,7 @@ impl Remote {
             request = request.header(name, value);
         }
         let resp = request
-            .body(msg.to_string())
+            .body(jsonrpc::to_bytes(msg))
             .send()
             .await
             .map_err(|e| describe(e.without_url()))?;
@@ -457,7 +440,7 @@ struct Upstream {
     remote: Remote,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
-    lines: mpsc::Sender<Vec<u8>>,
+    lines: crate::port::Sender,
     log: Arc<dyn Fn(&str) + Send + Sync>,
     extra: Option<Arc<ExtraHeaders>>,
     in_flight: Arc<Semaphore>,
@@ -488,15 +471,15 @@ impl Upstream {
         r
     }
 
-    async fn emit(&self, v: &Value) {
-        let _ = self.lines.send(v.to_string().into_bytes()).await;
+    async fn emit(&self, v: Value) {
+        let _ = self.lines.send(v).await;
     }
 
     /// Answers request `id` with an error, when there is a request to answer.
     async fn fail(&self, id: Option<&Value>, why: String) {
         (self.log)(&why);
         if let Some(id) = id {
-            self.emit(&jsonrpc::error(id, jsonrpc::INTERNAL_ERROR, &why, None))
+            self.emit(jsonrpc::error(id, jsonrpc::INTERNAL_ERROR, &why, None))
                 .await;
         }
     }
@@ -514,7 +497,7 @@ impl Upstream {
                 request = request.header(name, value);
             }
         }
-        let sent = request.body(msg.to_string()).send().await;
+        let sent = request.body(jsonrpc::to_bytes(&msg)).send().await;
         let resp = match sent {
             Ok(r) => r,
             Err(e) => {
@@ -549,7 +532,7 @@ impl Upstream {
                 .filter(|v| id.is_some() && v.get("id") == id.as_ref() && v.get("error").is_some());
             return match answered {
                 // The upstream's own JSON-RPC error for this request: passed on as it is.
-                Some(v) => self.emit(&v).await,
+                Some(v) => self.emit(v).await,
                 None => {
                     let snippet: String = body.chars().take(200).collect();
                     self.fail(
@@ -575,7 +558,7 @@ impl Upstream {
                 Some(v) => {
                     self.note_version(&v, initialize);
                     let ok = v.get("id") == id.as_ref();
-                    self.emit(&v).await;
+                    self.emit(v).await;
                     ok
                 }
                 None => false,
@@ -592,7 +575,7 @@ impl Upstream {
 
     fn note_version(&self, v: &Value, initialize: bool) {
         if initialize
-            && let Some(ver) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
+            && let Some(ver) = jsonrpc::at(v, "/result/protocolVersion").and_then(Value::as_str)
         {
             *lock(&self.version) = Some(ver.to_string());
         }
@@ -619,7 +602,7 @@ impl Upstream {
                 answered |= id.is_some()
                     && v.get("id") == id
                     && matches!(jsonrpc::classify(&v), Ok(Kind::Response { .. }));
-                self.emit(&v).await;
+                self.emit(v).await;
             }
             if events.overflowed {
                 (self.log)("the upstream sent an SSE event over the size limit; stream dropped");
@@ -737,13 +720,39 @@ impl Events {
     }
 }
 
+/// The upstream could not be reached: `why` is logged, and every request the core sends
+/// is answered with it until the core is done (the client closed). Ending at once instead
+/// would race the client's first request: the relay would see the server gone before it
+/// had read the request, which would then get no answer at all.
+async fn refuse_all(
+    mut from_core: crate::port::Receiver,
+    lines: crate::port::Sender,
+    log: Arc<dyn Fn(&str) + Send + Sync>,
+    why: &str,
+) {
+    log(why);
+    while let Some(msg) = from_core.recv().await {
+        if let Ok(Kind::Request { id, .. }) = jsonrpc::classify(&msg) {
+            let e = jsonrpc::error(
+                &id,
+                jsonrpc::INTERNAL_ERROR,
+                &format!("the upstream server cannot be reached: {why}"),
+                None,
+            );
+            if !lines.send(e).await {
+                return;
+            }
+        }
+    }
+}
+
 /// A 2024-11-05 HTTP+SSE server: one GET stream carries everything the server sends; its
 /// first event names where to POST. That endpoint must be on the same origin as the stream
 /// (the server does not get to send the gateway elsewhere).
 async fn legacy_sse(
     remote: Remote,
-    read: tokio::io::ReadHalf<tokio::io::DuplexStream>,
-    lines: mpsc::Sender<Vec<u8>>,
+    mut from_core: crate::port::Receiver,
+    lines: crate::port::Sender,
     log: Arc<dyn Fn(&str) + Send + Sync>,
 ) {
     let resp = remote
@@ -755,16 +764,25 @@ async fn legacy_sse(
     let resp = match resp {
         Ok(r) if r.status().is_success() => r,
         Ok(r) => {
-            return log(&format!(
-                "the upstream SSE stream answered HTTP {}",
-                r.status()
-            ));
+            return refuse_all(
+                from_core,
+                lines,
+                log,
+                &format!("the upstream SSE stream answered HTTP {}", r.status()),
+            )
+            .await;
         }
         Err(e) => {
-            return log(&format!(
-                "the upstream SSE stream cannot be opened: {}",
-                e.without_url()
-            ));
+            return refuse_all(
+                from_core,
+                lines,
+                log,
+                &format!(
+                    "the upstream SSE stream cannot be opened: {}",
+                    e.without_url()
+                ),
+            )
+            .await;
         }
     };
     let mut body = resp.bytes_stream();
@@ -774,16 +792,22 @@ async fn legacy_sse(
     let mut early = Vec::new();
     while endpoint.is_none() {
         let Some(Ok(chunk)) = body.next().await else {
-            return log("the upstream SSE stream ended before naming its endpoint");
+            return refuse_all(
+                from_core,
+                lines,
+                log,
+                "the upstream SSE stream ended before naming its endpoint",
+            )
+            .await;
         };
         for (event, data) in events.feed(&chunk) {
             if event == "endpoint" && endpoint.is_none() {
                 match remote.url.join(data.trim()) {
                     Ok(u) if u.origin() == remote.url.origin() => endpoint = Some(u),
                     _ => {
-                        return log(&format!(
+                        return refuse_all(from_core, lines, log, &format!(
                             "the upstream named an endpoint on another origin ({data:?}); refused"
-                        ));
+                        )).await;
                     }
                 }
             } else {
@@ -791,12 +815,20 @@ async fn legacy_sse(
             }
         }
         if events.overflowed {
-            return log("the upstream sent an SSE event over the size limit");
+            return refuse_all(
+                from_core,
+                lines,
+                log,
+                "the upstream sent an SSE event over the size limit",
+            )
+            .await;
         }
     }
     let Some(endpoint) = endpoint else { return };
     for data in early {
-        let _ = lines.send(data.into_bytes()).await;
+        if let Ok(v) = serde_json::from_str::<Value>(&data) {
+            let _ = lines.send(v).await;
+        }
     }
     let down = {
         let lines = lines.clone();
@@ -805,11 +837,13 @@ async fn legacy_sse(
             while let Some(chunk) = body.next().await {
                 let Ok(chunk) = chunk else { break };
                 for (event, data) in events.feed(&chunk) {
-                    if (event.is_empty() || event == "message")
-                        && serde_json::from_str::<Value>(&data).is_ok()
-                        && lines.send(data.into_bytes()).await.is_err()
-                    {
-                        return;
+                    if event.is_empty() || event == "message" {
+                        let Ok(v) = serde_json::from_str::<Value>(&data) else {
+                            continue;
+                        };
+                        if !lines.send(v).await {
+                            return;
+                        }
                     }
                 }
                 if events.overflowed {
@@ -821,17 +855,14 @@ async fn legacy_sse(
         }
     };
     let up = async {
-        let mut reader = BufReader::new(read);
         let mut tasks = tokio::task::JoinSet::new();
         let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
         loop {
             while tasks.try_join_next().is_some() {}
-            let line = match frame::read(&mut reader, MAX_FRAME).await {
-                Ok(Frame::Line(l)) => l,
-                Ok(Frame::Oversized(_)) => continue,
-                Ok(Frame::Eof) | Err(_) => break,
+            let Some(msg) = from_core.recv().await else {
+                break;
             };
-            let Ok((msg, kind)) = jsonrpc::parse(&line) else {
+            let Ok(kind) = jsonrpc::classify(&msg) else {
                 continue;
             };
             let id = match kind {
@@ -847,7 +878,7 @@ async fn legacy_sse(
                     log(&why);
                     if let Some(id) = id {
                         let e = jsonrpc::error(&id, jsonrpc::INTERNAL_ERROR, &why, None);
-                        let _ = lines.send(e.to_string().into_bytes()).await;
+                        let _ = lines.send(e).await;
                     }
                 }
             };
@@ -862,7 +893,7 @@ async fn legacy_sse(
                 .client
                 .post(endpoint.clone())
                 .header("content-type", "application/json")
-                .body(msg.to_string());
+                .body(jsonrpc::to_bytes(&msg));
             tasks.spawn(async move {
                 let _permit = permit;
                 match post.send().await {

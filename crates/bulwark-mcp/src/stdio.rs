@@ -20,6 +20,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use crate::frame::{self, Frame};
 use crate::gateway::{Gateway, Out};
 use crate::jsonrpc;
+use crate::port;
 
 /// Variables a stdio server gets from our environment without being named.
 pub const BASE_ENV: &[&str] = &[
@@ -132,46 +133,60 @@ pub const QUEUE_BYTES: usize = 64 << 20;
 /// A serialised message and its share of the queue's byte budget.
 type Queued = Option<(Vec<u8>, OwnedSemaphorePermit)>;
 
-/// One direction: a bounded queue of lines and its byte budget.
+/// One direction out of the relay: a bounded queue of lines with a task writing them to a
+/// stream, or an in-process [`port`] whose receiver takes the messages as they are.
 #[derive(Clone)]
-struct Lane {
-    tx: mpsc::Sender<Queued>,
-    budget: Arc<Semaphore>,
+enum Lane {
+    Lines {
+        tx: mpsc::Sender<Queued>,
+        budget: Arc<Semaphore>,
+    },
+    Port(port::Sender),
 }
 
 impl Lane {
-    fn new() -> (Lane, mpsc::Receiver<Queued>) {
+    fn lines() -> (Lane, mpsc::Receiver<Queued>) {
         let (tx, rx) = mpsc::channel(256);
-        let lane = Lane {
+        let lane = Lane::Lines {
             tx,
             budget: Arc::new(Semaphore::new(QUEUE_BYTES)),
         };
         (lane, rx)
     }
 
-    async fn send(&self, v: &Value) -> bool {
-        let mut line = v.to_string().into_bytes();
-        line.push(b'\n');
-        // A single message larger than the budget takes all of it.
-        let want = u32::try_from(line.len().min(QUEUE_BYTES)).unwrap_or(u32::MAX);
-        let Ok(permit) = Arc::clone(&self.budget).acquire_many_owned(want).await else {
-            return false;
-        };
-        self.tx.send(Some((line, permit))).await.is_ok()
+    async fn send(&self, v: Value) -> bool {
+        match self {
+            Lane::Lines { tx, budget } => {
+                let mut line = jsonrpc::to_bytes(&v);
+                line.push(b'\n');
+                // A single message larger than the budget takes all of it.
+                let want = u32::try_from(line.len().min(QUEUE_BYTES)).unwrap_or(u32::MAX);
+                let Ok(permit) = Arc::clone(budget).acquire_many_owned(want).await else {
+                    return false;
+                };
+                tx.send(Some((line, permit))).await.is_ok()
+            }
+            Lane::Port(p) => p.send(v).await,
+        }
     }
 
-    /// Asks the writer to finish what is queued and close its side.
+    /// Asks the far side to finish what is queued and close.
     async fn close(&self) {
-        // Bounded: a stuck writer with a full queue must not hold the shutdown up.
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.tx.send(None)).await;
+        match self {
+            // Bounded: a stuck writer with a full queue must not hold the shutdown up.
+            Lane::Lines { tx, .. } => {
+                let _ = tokio::time::timeout(Duration::from_secs(2), tx.send(None)).await;
+            }
+            Lane::Port(p) => p.close().await,
+        }
     }
 }
 
 async fn route(outs: Vec<Out>, client: &Lane, server: &Lane) -> bool {
     for o in outs {
         let ok = match o {
-            Out::Client(v) => client.send(&v).await,
-            Out::Server(v) => server.send(&v).await,
+            Out::Client(v) => client.send(v).await,
+            Out::Server(v) => server.send(v).await,
         };
         if !ok {
             return false;
@@ -195,13 +210,148 @@ where
     })
 }
 
-/// A server reached some other way than as a child: newline-delimited JSON-RPC both ways
-/// (see [`crate::remote`]), and the task behind it.
+/// One side of the relay as a lane out and a source of messages in: a stream of lines
+/// (with the task that writes to it), or an in-process port.
+fn side(io: Io) -> (Lane, Source, Option<tokio::task::JoinHandle<()>>) {
+    match io {
+        Io::Lines { read, write } => {
+            let (lane, queue) = Lane::lines();
+            let w = writer(write, queue);
+            (lane, Source::Lines(BufReader::new(read)), Some(w))
+        }
+        Io::Port(p) => (Lane::Port(p.tx), Source::Port(p.rx), None),
+    }
+}
+
+/// Where messages come in from.
+enum Source {
+    Lines(BufReader<Box<dyn tokio::io::AsyncRead + Unpin + Send>>),
+    Port(port::Receiver),
+}
+
+/// What one read from a side gave.
+enum Got {
+    Line(Vec<u8>),
+    Message(Value),
+    Oversized(Option<Value>),
+    End,
+}
+
+impl Source {
+    async fn next(&mut self) -> Got {
+        match self {
+            Source::Lines(r) => match frame::read(r, MAX_FRAME).await {
+                Ok(Frame::Line(l)) => Got::Line(l),
+                Ok(Frame::Oversized(id)) => Got::Oversized(id),
+                Ok(Frame::Eof) | Err(_) => Got::End,
+            },
+            Source::Port(rx) => match rx.recv().await {
+                Some(v) => Got::Message(v),
+                None => Got::End,
+            },
+        }
+    }
+}
+
+/// How the relay talks to one side.
+pub enum Io {
+    /// Newline-delimited JSON over a byte stream (our stdin/stdout, a child's pipes).
+    Lines {
+        /// Messages from that side.
+        read: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+        /// Messages to that side.
+        write: Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+    },
+    /// Parsed messages handed over in this process.
+    Port(port::Port),
+}
+
+impl Io {
+    /// A byte stream pair.
+    pub fn lines(
+        read: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+        write: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    ) -> Io {
+        Io::Lines {
+            read: Box::new(read),
+            write: Box::new(write),
+        }
+    }
+}
+
+/// Joins a stream of newline-delimited messages (our stdin and stdout) to an in-process
+/// port, as the stdio front of the `servers:` aggregate does. Returns once the port's side
+/// has ended (after the client closed its input, once what it asked is answered), or the
+/// output cannot be written.
+pub async fn bridge<R, W>(read: R, mut write: W, port: port::Port)
+where
+    R: tokio::io::AsyncRead + Unpin + Send,
+    W: tokio::io::AsyncWrite + Unpin + Send,
+{
+    let port::Port { tx, mut rx } = port;
+    // What cannot be passed on (unparsable, oversized) is answered here, in order with the
+    // rest of what goes out.
+    let (refusals, mut refused) = mpsc::channel::<Value>(16);
+    let upward = async move {
+        let mut reader = BufReader::new(read);
+        loop {
+            let refusal = match frame::read(&mut reader, MAX_FRAME).await {
+                Ok(Frame::Line(l)) => match serde_json::from_slice::<Value>(&l) {
+                    Ok(v) => {
+                        if !tx.send(v).await {
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(e) => {
+                        let e = jsonrpc::FrameError::Parse(e.to_string());
+                        jsonrpc::error(&Value::Null, e.code(), &e.to_string(), None)
+                    }
+                },
+                Ok(Frame::Oversized(id)) => jsonrpc::error(
+                    &id.unwrap_or(Value::Null),
+                    jsonrpc::INVALID_REQUEST,
+                    &format!("message larger than {MAX_FRAME} bytes"),
+                    None,
+                ),
+                Ok(Frame::Eof) | Err(_) => break,
+            };
+            if refusals.send(refusal).await.is_err() {
+                break;
+            }
+        }
+        tx.close().await;
+        // Should the close marker not get through, the last sender gone says the same.
+        drop(tx);
+        std::future::pending::<()>().await;
+    };
+    let downward = async move {
+        loop {
+            let v = tokio::select! {
+                v = rx.recv() => match v {
+                    Some(v) => v,
+                    None => break,
+                },
+                Some(v) = refused.recv() => v,
+            };
+            let mut line = jsonrpc::to_bytes(&v);
+            line.push(b'\n');
+            if write.write_all(&line).await.is_err() || write.flush().await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::select! {
+        _ = downward => {}
+        _ = upward => {}
+    }
+}
+
+/// A server reached some other way than as a child: messages both ways over an
+/// in-process port (see [`crate::remote`]), and the task behind it.
 pub struct Pipe {
-    /// Messages for the server.
-    pub input: Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
-    /// Messages from the server.
-    pub output: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+    /// The relay's end of the port: messages for the server out, the server's in.
+    pub port: port::Port,
     /// The task that talks to the server; aborted when the relay ends.
     pub task: tokio::task::JoinHandle<()>,
 }
@@ -258,23 +408,15 @@ impl Life {
     }
 }
 
-/// Relays between `client_in`/`client_out` and the server until one side ends or
-/// `shutdown` completes.
-pub async fn relay<I, O>(
+/// Relays between the client and the server until one side ends or `shutdown` completes.
+pub async fn relay(
     gateway: Arc<Gateway>,
     server: Server,
-    client_in: I,
-    client_out: O,
+    client: Io,
     shutdown: impl std::future::Future<Output = ()>,
-) -> Ended
-where
-    I: tokio::io::AsyncRead + Unpin + Send + 'static,
-    O: tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
+) -> Ended {
     let now = crate::clock::now_ms;
-    type In = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
-    type OutStream = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
-    let (server_in, server_out, server_err, mut life): (In, OutStream, _, Life) = match server {
+    let (server_io, server_err, mut life) = match server {
         Server::Child(mut child) => {
             let group = child.id();
             let (Some(i), Some(o), Some(e)) =
@@ -283,15 +425,15 @@ where
                 terminate(&mut child, group).await;
                 return Ended::ServerExited(None);
             };
-            (Box::new(i), Box::new(o), Some(e), Life::Child(child, group))
+            (Io::lines(o, i), Some(e), Life::Child(child, group))
         }
-        Server::Pipe(p) => (p.input, p.output, None, Life::Pipe(Some(p.task))),
+        Server::Pipe(p) => (Io::Port(p.port), None, Life::Pipe(Some(p.task))),
     };
 
-    let (to_client, client_q) = Lane::new();
-    let (to_server, server_q) = Lane::new();
-    let client_writer = writer(client_out, client_q);
-    let mut server_writer = writer(server_in, server_q);
+    let (to_client, mut client_source, client_writer) = side(client);
+    let (to_server, mut server_source, server_writer) = side(server_io);
+    // A port has no writer task: what is queued is the receiver's once it is sent.
+    let mut server_writer = server_writer.unwrap_or_else(|| tokio::spawn(async {}));
 
     // The server's stderr, line by line, into ours — written asynchronously, so a slow
     // reader of our stderr does not stall the relay.
@@ -320,12 +462,12 @@ where
         let gateway = Arc::clone(&gateway);
         let (to_client, to_server) = (to_client.clone(), to_server.clone());
         tokio::spawn(async move {
-            let mut reader = BufReader::new(server_out);
             loop {
-                let outs = match frame::read(&mut reader, MAX_FRAME).await {
-                    Ok(Frame::Line(l)) => gateway.from_server(&l, now()),
-                    Ok(Frame::Oversized(id)) => gateway.oversized_from_server(id, MAX_FRAME),
-                    Ok(Frame::Eof) | Err(_) => break,
+                let outs = match server_source.next().await {
+                    Got::Line(l) => gateway.from_server(&l, now()),
+                    Got::Message(v) => gateway.from_server_message(v, now()),
+                    Got::Oversized(id) => gateway.oversized_from_server(id, MAX_FRAME),
+                    Got::End => break,
                 };
                 if !route(outs, &to_client, &to_server).await {
                     break;
@@ -340,17 +482,17 @@ where
         let gateway = Arc::clone(&gateway);
         let (to_client, to_server) = (to_client.clone(), to_server.clone());
         tokio::spawn(async move {
-            let mut reader = BufReader::new(client_in);
             loop {
-                let outs = match frame::read(&mut reader, MAX_FRAME).await {
-                    Ok(Frame::Line(l)) => gateway.from_client(&l, now()),
-                    Ok(Frame::Oversized(id)) => vec![Out::Client(jsonrpc::error(
+                let outs = match client_source.next().await {
+                    Got::Line(l) => gateway.from_client(&l, now()),
+                    Got::Message(v) => gateway.from_client_message(v, now()),
+                    Got::Oversized(id) => vec![Out::Client(jsonrpc::error(
                         &id.unwrap_or(Value::Null),
                         jsonrpc::INVALID_REQUEST,
                         &format!("message larger than {MAX_FRAME} bytes"),
                         None,
                     ))],
-                    Ok(Frame::Eof) | Err(_) => break,
+                    Got::End => break,
                 };
                 if !route(outs, &to_client, &to_server).await {
                     break;
@@ -390,7 +532,7 @@ where
             let _ = tokio::time::timeout(Duration::from_secs(2), &mut server_side).await;
             for o in gateway.server_gone("it ended before answering") {
                 if let Out::Client(v) = o
-                    && !to_client.send(&v).await
+                    && !to_client.send(v).await
                 {
                     break;
                 }
@@ -409,7 +551,7 @@ where
             };
             for o in gateway.server_gone(&why) {
                 if let Out::Client(v) = o
-                    && !to_client.send(&v).await
+                    && !to_client.send(v).await
                 {
                     break;
                 }
@@ -435,6 +577,8 @@ where
     drop(to_client);
     drop(to_server);
     // Let what is queued for the client go out.
-    let _ = tokio::time::timeout(Duration::from_secs(2), client_writer).await;
+    if let Some(w) = client_writer {
+        let _ = tokio::time::timeout(Duration::from_secs(2), w).await;
+    }
     ended
 }

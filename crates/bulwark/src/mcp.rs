@@ -154,8 +154,7 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         let ended = stdio::relay(
             Arc::new(gateway),
             server,
-            tokio::io::stdin(),
-            tokio::io::stdout(),
+            stdio::Io::lines(tokio::io::stdin(), tokio::io::stdout()),
             shutdown,
         )
         .await;
@@ -523,23 +522,11 @@ fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
         let link = connector
             .open_all(&session, &caller)
             .map_err(|e| anyhow::anyhow!(e))?;
-        let (mut from, mut to) = tokio::io::split(link.io);
         let stop = stop_signal()?;
         // The client's messages go up until it closes stdin; the answers come down until
         // the aggregate has answered what was asked (it waits a while for that, then ends).
-        let upward = async {
-            let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut to).await;
-            let _ = tokio::io::AsyncWriteExt::shutdown(&mut to).await;
-            std::future::pending::<()>().await;
-        };
-        let downward = async {
-            let mut out = tokio::io::stdout();
-            let _ = tokio::io::copy(&mut from, &mut out).await;
-            let _ = tokio::io::AsyncWriteExt::flush(&mut out).await;
-        };
         let code = tokio::select! {
-            _ = downward => ExitCode::SUCCESS,
-            _ = upward => ExitCode::SUCCESS,
+            _ = stdio::bridge(tokio::io::stdin(), tokio::io::stdout(), link.port) => ExitCode::SUCCESS,
             _ = stop => ExitCode::from(130),
         };
         let _ = link.stop.send(());

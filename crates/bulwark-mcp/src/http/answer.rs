@@ -45,7 +45,7 @@ pub(super) async fn json_answer(
             let unknown = rewrite.is_some()
                 && serde_json::from_str::<Value>(&text)
                     .ok()
-                    .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64))
+                    .and_then(|v| jsonrpc::at(&v, "/error/code").and_then(Value::as_i64))
                     == Some(stateless::METHOD_NOT_FOUND);
             let status = if unknown {
                 StatusCode::NOT_FOUND

@@ -114,16 +114,23 @@ impl Connector for RemoteConnector {
     }
 }
 
-/// Runs the gateway core between `server` and a new pipe, and returns the pipe's far end.
+/// Messages queued each way between a session and its gateway core.
+const LINK_QUEUE: usize = 256;
+
+/// Runs the gateway core between `server` and a new port, and returns the port's far end.
 pub fn link(gateway: Arc<Gateway>, server: stdio::Server) -> Link {
-    let (ours, theirs) = tokio::io::duplex(64 * 1024);
-    let (read, write) = tokio::io::split(theirs);
+    let (ours, theirs) = crate::port::pair(LINK_QUEUE);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(stdio::relay(gateway, server, read, write, async move {
-        let _ = stopped.await;
-    }));
+    tokio::spawn(stdio::relay(
+        gateway,
+        server,
+        stdio::Io::Port(theirs),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     Link {
-        io: ours,
+        port: ours,
         stop,
         extra: None,
     }
@@ -708,8 +715,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
             _ => return no_session(&id),
         },
         None if initialize => {
-            let asked = message
-                .pointer("/params/protocolVersion")
+            let asked = jsonrpc::at(&message, "/params/protocolVersion")
                 .and_then(Value::as_str)
                 .unwrap_or(DEFAULT_VERSION);
             match front.open_session(Wire::Sessions, asked, &principal) {
@@ -742,7 +748,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
     }
     session.touch(front.now_ms());
     let Kind::Request { .. } = kind else {
-        if !session.send(&message, front.config.send_wait).await {
+        if !session.send(message, front.config.send_wait).await {
             return rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &Value::Null,
@@ -767,7 +773,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
             return rpc_error(status, &id, jsonrpc::INVALID_REQUEST, &e.to_string());
         }
     };
-    if !session.send(&message, front.config.send_wait).await {
+    if !session.send(message, front.config.send_wait).await {
         session.streams().abandon(stream);
         return rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -973,7 +979,7 @@ async fn post_message(State(front): State<Arc<HttpFront>>, req: Request) -> Resp
         session.initializing(id);
     }
     session.touch(front.now_ms());
-    if !session.send(&message, front.config.send_wait).await {
+    if !session.send(message, front.config.send_wait).await {
         return rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
             &Value::Null,

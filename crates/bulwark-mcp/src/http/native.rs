@@ -189,7 +189,7 @@ async fn discover(remote: &Remote) -> Result<bool, ()> {
     .await
     .map_err(|_| ())??;
     Ok(asked.is_some_and(|a| {
-        a.pointer("/result/supportedVersions")
+        jsonrpc::at(&a, "/result/supportedVersions")
             .and_then(Value::as_array)
             .is_some_and(|v| v.iter().any(|x| x == STATELESS_VERSION))
     }))
@@ -293,7 +293,7 @@ impl Drop for Waiting {
 fn status_for(answer: &str, upstream: u16) -> StatusCode {
     let code = serde_json::from_str::<Value>(answer)
         .ok()
-        .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64));
+        .and_then(|v| jsonrpc::at(&v, "/error/code").and_then(Value::as_i64));
     match code {
         Some(METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
         Some(_) if matches!(upstream, 401 | 403 | 407) || upstream >= 500 => {
@@ -340,7 +340,7 @@ pub(super) async fn post(
         }
     };
     let params = if method == "tools/call" {
-        let name = message.pointer("/params/name").and_then(Value::as_str);
+        let name = jsonrpc::at(message, "/params/name").and_then(Value::as_str);
         let bound = name.map(|n| lock(&caller.tools).of(n)).unwrap_or_default();
         match params(headers, &id, message, bound) {
             Ok(p) => Some(p),

@@ -6,20 +6,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
-use tokio::io::{AsyncWriteExt, BufReader, DuplexStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::stateless::{Binding, ToolBindings};
 use super::streams::{Poll, Streams};
-use crate::frame::{self, Frame};
 use crate::jsonrpc::{self, Kind};
-use crate::stdio::MAX_FRAME;
+use crate::port::{self, Port};
 
-/// One upstream session as the HTTP front sees it: a newline-delimited JSON-RPC pipe whose
-/// far end is the gateway core in front of a server (see [`super::Connector`]).
+/// One upstream session as the HTTP front sees it: an in-process port whose far end is the
+/// gateway core in front of a server (see [`super::Connector`]).
 pub struct Link {
-    /// The pipe: client messages in, messages for the client out.
-    pub io: DuplexStream,
+    /// The port: client messages out to the core, messages for the client in.
+    pub port: Port,
     /// Ends the upstream at once (the server's process group is killed).
     pub stop: oneshot::Sender<()>,
     /// Where headers for a request's upstream POST are filed, when the upstream is reached
@@ -40,9 +38,6 @@ pub enum Wire {
     Stateless,
 }
 
-/// Lines queued for the upstream per session.
-const QUEUE: usize = 256;
-
 /// A client session.
 pub struct Session {
     /// The id the client sends back in `Mcp-Session-Id`.
@@ -52,7 +47,7 @@ pub struct Session {
     /// Who opened it: only the same identity may use it.
     pub principal: bulwark_engine::Principal,
     streams: Mutex<Streams>,
-    to_server: mpsc::Sender<Vec<u8>>,
+    to_server: port::Sender,
     stop: Mutex<Option<oneshot::Sender<()>>>,
     version: Mutex<String>,
     initialize_id: Mutex<Option<String>>,
@@ -76,8 +71,10 @@ impl Session {
         now_ms: u64,
         on_end: impl FnOnce(&str) + Send + 'static,
     ) -> Arc<Session> {
-        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(QUEUE);
-        let (read, mut write) = tokio::io::split(link.io);
+        let Port {
+            tx,
+            rx: mut from_core,
+        } = link.port;
         let session = Arc::new(Session {
             id,
             wire,
@@ -92,36 +89,10 @@ impl Session {
             listings: Mutex::new(std::collections::VecDeque::new()),
             extra: link.extra,
         });
-        tokio::spawn(async move {
-            while let Some(mut line) = rx.recv().await {
-                line.push(b'\n');
-                if write.write_all(&line).await.is_err() {
-                    break;
-                }
-            }
-            let _ = write.shutdown().await;
-        });
         let s = Arc::clone(&session);
         tokio::spawn(async move {
-            let mut reader = BufReader::new(read);
-            loop {
-                match frame::read(&mut reader, MAX_FRAME + 4096).await {
-                    Ok(Frame::Line(l)) => s.deliver(&l),
-                    // Masking can grow a message past the limit: its request still gets an
-                    // answer, never silence.
-                    Ok(Frame::Oversized(id)) => {
-                        if let Some(id) = id {
-                            let e = jsonrpc::error(
-                                &id,
-                                jsonrpc::INTERNAL_ERROR,
-                                &format!("the answer is larger than {MAX_FRAME} bytes"),
-                                None,
-                            );
-                            s.deliver(e.to_string().as_bytes());
-                        }
-                    }
-                    Ok(Frame::Eof) | Err(_) => break,
-                }
+            while let Some(v) = from_core.recv().await {
+                s.deliver(v);
             }
             s.streams().end();
             on_end(&s.id);
@@ -133,13 +104,7 @@ impl Session {
         lock(&self.streams)
     }
 
-    fn deliver(&self, line: &[u8]) {
-        let Ok(text) = std::str::from_utf8(line) else {
-            return;
-        };
-        let Ok(v) = serde_json::from_str::<Value>(text) else {
-            return;
-        };
+    fn deliver(&self, v: Value) {
         if self.wire == Wire::Stateless {
             match jsonrpc::classify(&v) {
                 Ok(Kind::Request { id, method }) => {
@@ -151,7 +116,7 @@ impl Session {
                         ),
                         None,
                     );
-                    let _ = self.to_server.try_send(refusal.to_string().into_bytes());
+                    let _ = self.to_server.try_send(refusal);
                     return;
                 }
                 Ok(Kind::Notification { method }) if method != "notifications/progress" => return,
@@ -174,7 +139,7 @@ impl Session {
         if let Ok(Kind::Response { id }) = jsonrpc::classify(&v) {
             let init = lock(&self.initialize_id).clone();
             if init.as_deref() == Some(jsonrpc::id_key(&id).as_str()) {
-                match v.pointer("/result/protocolVersion").and_then(Value::as_str) {
+                match jsonrpc::at(&v, "/result/protocolVersion").and_then(Value::as_str) {
                     Some(ver) => *lock(&self.version) = ver.to_string(),
                     None => failed_initialize = v.get("error").is_some(),
                 }
@@ -182,7 +147,9 @@ impl Session {
         }
         {
             let mut streams = self.streams();
-            if let Some(n) = streams.route(&v, Arc::from(text)) {
+            // Serialised once, here: what the client's stream carries and replays.
+            let text: Arc<str> = Arc::from(jsonrpc::to_text(&v));
+            if let Some(n) = streams.route(&v, text) {
                 streams.wake(n);
             }
         }
@@ -228,12 +195,8 @@ impl Session {
 
     /// Sends one message to the upstream; false when the session is over or its queue stays
     /// full for `wait`.
-    pub async fn send(&self, message: &Value, wait: std::time::Duration) -> bool {
-        let line = message.to_string().into_bytes();
-        matches!(
-            tokio::time::timeout(wait, self.to_server.send(line)).await,
-            Ok(Ok(()))
-        )
+    pub async fn send(&self, message: Value, wait: std::time::Duration) -> bool {
+        self.to_server.send_within(message, wait).await
     }
 
     /// The `Mcp-Param-*` bindings of tool `name`, as last listed.
@@ -274,7 +237,7 @@ impl Session {
             self.streams().abandon(stream);
             let cancel = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                 "params": {"requestId": upstream_id, "reason": "the client closed the stream"}});
-            let _ = self.to_server.try_send(cancel.to_string().into_bytes());
+            let _ = self.to_server.try_send(cancel);
         }
     }
 

@@ -294,7 +294,7 @@ fn encode_header(v: &Value) -> Option<String> {
 pub(crate) fn bound_headers(message: &Value, bound: &[Binding]) -> crate::remote::HeaderList {
     let mut out = Vec::new();
     for b in bound {
-        let mut arg = message.pointer("/params/arguments");
+        let mut arg = jsonrpc::at(message, "/params/arguments");
         for key in &b.path {
             arg = arg.and_then(|a| a.get(key));
         }
@@ -360,7 +360,7 @@ impl Params {
     pub(crate) fn headers(&self, message: &Value) -> crate::remote::HeaderList {
         let mut out = bound_headers(message, &self.bound);
         let mut values = Vec::new();
-        if let Some(args) = message.pointer("/params/arguments") {
+        if let Some(args) = jsonrpc::at(message, "/params/arguments") {
             primitives(args, &mut values, 0);
         }
         for (name, value) in &self.unbound {
@@ -410,7 +410,7 @@ fn check_params(
 ) -> Result<(), Reject> {
     let bad = |msg: String| reject(StatusCode::BAD_REQUEST, id, HEADER_MISMATCH, &msg);
     for b in bound {
-        let mut arg = message.pointer("/params/arguments");
+        let mut arg = jsonrpc::at(message, "/params/arguments");
         for key in &b.path {
             arg = arg.and_then(|a| a.get(key));
         }
@@ -459,7 +459,7 @@ fn check_params(
 /// Checks a stateless request against its headers. Returns the request's method.
 fn validate(h: &HeaderMap, id: &Value, message: &Value, method: &str) -> Result<(), Reject> {
     let bad = |code: i64, msg: String| reject(StatusCode::BAD_REQUEST, id, code, &msg);
-    let meta = message.pointer("/params/_meta").and_then(Value::as_object);
+    let meta = jsonrpc::at(message, "/params/_meta").and_then(Value::as_object);
     let version = meta
         .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
         .and_then(Value::as_str);
@@ -504,7 +504,9 @@ fn validate(h: &HeaderMap, id: &Value, message: &Value, method: &str) -> Result<
         } else {
             "/params/name"
         };
-        let name = message.pointer(key).and_then(Value::as_str).unwrap_or("");
+        let name = jsonrpc::at(message, key)
+            .and_then(Value::as_str)
+            .unwrap_or("");
         mirror("mcp-name", name)?;
     }
     if version != STATELESS_VERSION {
@@ -569,7 +571,7 @@ impl HttpFront {
         session.initializing(&id);
         let opened = session.streams().open(&id, &init, Mode::Json);
         let (stream, reader) = opened.map_err(|e| unavailable(&e.to_string()))?;
-        if !session.send(&init, self.config.send_wait).await {
+        if !session.send(init, self.config.send_wait).await {
             session.stop();
             return Err(unavailable("it does not take messages"));
         }
@@ -588,7 +590,7 @@ impl HttpFront {
             }
         };
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        if !session.send(&initialized, self.config.send_wait).await {
+        if !session.send(initialized, self.config.send_wait).await {
             return Err(unavailable("it does not take messages"));
         }
         guard.keep();
@@ -644,7 +646,7 @@ pub(super) fn strip_unserved(caps: &mut Value) {
 pub(super) fn own_ids(message: &Value, upstream_id: &Value) -> (Value, Option<Value>) {
     let mut forwarded = message.clone();
     forwarded["id"] = upstream_id.clone();
-    let token = message.pointer("/params/_meta/progressToken").cloned();
+    let token = jsonrpc::at(message, "/params/_meta/progressToken").cloned();
     if token.is_some()
         && let Some(meta) = forwarded
             .pointer_mut("/params/_meta")
@@ -726,7 +728,7 @@ pub(super) async fn post(
         return not_found(format!("{method}: the server does not offer {cap}"));
     }
     let params = if method == "tools/call" {
-        let name = message.pointer("/params/name").and_then(Value::as_str);
+        let name = jsonrpc::at(&message, "/params/name").and_then(Value::as_str);
         let bound = name.map(|n| session.bindings(n)).unwrap_or_default();
         match params(headers, &id, &message, bound) {
             Ok(p) => Some(p),
@@ -758,7 +760,7 @@ pub(super) async fn post(
             .into_response();
         }
     };
-    if !session.send(&forwarded, front.config.send_wait).await {
+    if !session.send(forwarded, front.config.send_wait).await {
         session.streams().abandon(stream);
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -819,7 +821,7 @@ impl Rewrite {
         if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
             // Only this request's own progress: the token is the upstream id it was given.
             let t = self.token.as_ref()?;
-            if v.pointer("/params/progressToken") != Some(&self.upstream_id) {
+            if jsonrpc::at(&v, "/params/progressToken") != Some(&self.upstream_id) {
                 return None;
             }
             v["params"]["progressToken"] = t.clone();

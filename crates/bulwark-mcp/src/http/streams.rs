@@ -155,8 +155,7 @@ impl Streams {
         let mut s = Stream::new(mode);
         s.request = Some(key.clone());
         s.reader = self.reader();
-        if let Some(token) = message
-            .pointer("/params/_meta/progressToken")
+        if let Some(token) = jsonrpc::at(message, "/params/_meta/progressToken")
             .filter(|t| t.is_string() || t.is_number())
         {
             let t = jsonrpc::id_key(token);
@@ -319,10 +318,11 @@ impl Streams {
     pub fn route(&mut self, message: &Value, text: Arc<str>) -> Option<u64> {
         let target = match jsonrpc::classify(message) {
             Ok(Kind::Response { id }) => self.by_request.get(&jsonrpc::id_key(&id)).copied(),
-            Ok(Kind::Notification { method }) if method == "notifications/progress" => message
-                .pointer("/params/progressToken")
-                .and_then(|t| self.by_progress.get(&jsonrpc::id_key(t)))
-                .copied(),
+            Ok(Kind::Notification { method }) if method == "notifications/progress" => {
+                jsonrpc::at(message, "/params/progressToken")
+                    .and_then(|t| self.by_progress.get(&jsonrpc::id_key(t)))
+                    .copied()
+            }
             _ => None,
         };
         if let Some(n) = target

@@ -405,32 +405,90 @@ fn classify(st: &[Tok<'_>], facts: &mut Facts) {
 
 /// Whether `text` reads as SQL (for tools whose `query` argument might be a search query).
 pub fn looks_like_sql(text: &str) -> bool {
+    // Only the first word decides (once the whole text tokenizes). Most texts asked about
+    // are prose whose first word says no, which is known without tokenizing the rest.
+    let t = text.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    if t.bytes().next().is_some_and(starts_word) {
+        let end = t.bytes().position(|x| !in_word(x)).unwrap_or(t.len());
+        if !is_statement_keyword(&t[..end]) {
+            return false;
+        }
+    }
+    first_token_is_statement_keyword(text)
+}
+
+fn starts_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+fn in_word(c: u8) -> bool {
+    starts_word(c) || c == b'.'
+}
+
+fn first_token_is_statement_keyword(text: &str) -> bool {
     let Ok(st) = tokenize(text) else { return false };
     st.first().and_then(|s| s.first()).is_some_and(|w| {
         let Tok::Word(w) = w else { return false };
-        matches!(
-            w.to_ascii_uppercase().as_str(),
-            "SELECT"
-                | "INSERT"
-                | "UPDATE"
-                | "DELETE"
-                | "DROP"
-                | "CREATE"
-                | "ALTER"
-                | "TRUNCATE"
-                | "GRANT"
-                | "REVOKE"
-                | "WITH"
-                | "MERGE"
-                | "REPLACE"
-                | "COPY"
-                | "SHOW"
-                | "EXPLAIN"
-                | "DESCRIBE"
-                | "PRAGMA"
-                | "VACUUM"
-                | "CALL"
-                | "LOAD"
-        )
+        is_statement_keyword(w)
     })
+}
+
+fn is_statement_keyword(w: &str) -> bool {
+    const KEYWORDS: &[&str] = &[
+        "SELECT", "INSERT", "UPDATE", "DELETE", "DROP", "CREATE", "ALTER", "TRUNCATE", "GRANT",
+        "REVOKE", "WITH", "MERGE", "REPLACE", "COPY", "SHOW", "EXPLAIN", "DESCRIBE", "PRAGMA",
+        "VACUUM", "CALL", "LOAD",
+    ];
+    KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_word_shortcut_answers_as_tokenizing_does() {
+        let texts = [
+            "",
+            "   ",
+            "SELECT 1",
+            "  select * from t",
+            "\n\tWITH x AS (SELECT 1) SELECT * FROM x",
+            "with their authors, summarise the pull requests",
+            "Summarise the open pull requests, with their authors",
+            "DROP TABLE users; -- gone",
+            "drop 'unterminated",
+            "SELECTION of fruit",
+            "select.x from t",
+            "_select 1",
+            "123 SELECT",
+            "-- note\nSELECT 1",
+            "/* c */ DELETE FROM t",
+            "\"SELECT\" 1",
+            "; SELECT 1",
+            "(SELECT 1)",
+            "ÉSELECT 1",
+            "show tables",
+            "Show me the money",
+            "explain why",
+            "copy the file to /tmp",
+            "update: it's broken",
+            "load it 'now",
+        ];
+        for t in texts {
+            assert_eq!(
+                looks_like_sql(t),
+                first_token_is_statement_keyword(t),
+                "{t:?}"
+            );
+        }
+        assert!(
+            !looks_like_sql("update: it's broken"),
+            "unterminated literal"
+        );
+        assert!(looks_like_sql("Show me the money"));
+        assert!(!looks_like_sql(
+            "Summarise the open pull requests, with their authors"
+        ));
+    }
 }
