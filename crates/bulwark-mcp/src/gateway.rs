@@ -348,10 +348,9 @@ impl Gateway {
 
     /// A frame from the client.
     pub fn from_client(&self, frame: &[u8], now_ms: u64) -> Vec<Out> {
-        match serde_json::from_slice(frame) {
+        match jsonrpc::parse_json(frame) {
             Ok(msg) => self.from_client_message(msg, now_ms),
             Err(e) => {
-                let e = jsonrpc::FrameError::Parse(e.to_string());
                 vec![Out::Client(jsonrpc::error(
                     &Value::Null,
                     e.code(),
@@ -547,11 +546,10 @@ impl Gateway {
 
     /// A frame from the server.
     pub fn from_server(&self, frame: &[u8], now_ms: u64) -> Vec<Out> {
-        match serde_json::from_slice(frame) {
+        match jsonrpc::parse_json(frame) {
             Ok(msg) => self.from_server_message(msg, now_ms),
             Err(e) => {
                 // Nothing to route it to; the request it may have answered times out.
-                let e = jsonrpc::FrameError::Parse(e.to_string());
                 (self.log)(&format!("dropped a frame from the server: {e}"));
                 Vec::new()
             }

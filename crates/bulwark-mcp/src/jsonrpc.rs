@@ -64,9 +64,14 @@ impl FrameError {
 /// assert_eq!(kind, Kind::Request { id: 7.into(), method: "tools/list".into() });
 /// ```
 pub fn parse(frame: &[u8]) -> Result<(Value, Kind), FrameError> {
-    let v: Value = serde_json::from_slice(frame).map_err(|e| FrameError::Parse(e.to_string()))?;
+    let v = parse_json(frame)?;
     let kind = classify(&v)?;
     Ok((v, kind))
+}
+
+/// Parses one frame as JSON, not yet asking what kind of message it is.
+pub fn parse_json(frame: &[u8]) -> Result<Value, FrameError> {
+    serde_json::from_slice(frame).map_err(|e| FrameError::Parse(e.to_string()))
 }
 
 /// `v.pointer(path)` for a constant path without escapes (`~0`, `~1`). serde_json's

@@ -95,9 +95,14 @@ pub fn approx_len(v: &Value) -> usize {
     }
 }
 
+/// What a message of `len` bytes takes of a [`QUEUE_BYTES`] budget: a single message larger
+/// than the budget takes all of it.
+pub fn budget_share(len: usize) -> u32 {
+    u32::try_from(len.min(QUEUE_BYTES)).unwrap_or(u32::MAX)
+}
+
 fn share(v: &Value) -> u32 {
-    // A single message larger than the budget takes all of it.
-    u32::try_from(approx_len(v).min(QUEUE_BYTES)).unwrap_or(u32::MAX)
+    budget_share(approx_len(v))
 }
 
 impl Sender {
@@ -131,11 +136,6 @@ impl Sender {
     pub async fn close(&self) {
         // Bounded: a stuck receiver with a full queue must not hold a shutdown up.
         let _ = tokio::time::timeout(Duration::from_secs(2), self.tx.send(Item::Close)).await;
-    }
-
-    /// Whether the other end has gone.
-    pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
     }
 }
 

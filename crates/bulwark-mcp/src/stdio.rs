@@ -127,8 +127,8 @@ pub async fn terminate(child: &mut Child, group: Option<u32>) {
 }
 
 /// Bytes queued towards each side at most: a side that stops reading slows the other down
-/// instead of growing memory.
-pub const QUEUE_BYTES: usize = 64 << 20;
+/// instead of growing memory. The same budget as an in-process port's.
+pub use crate::port::QUEUE_BYTES;
 
 /// A serialised message and its share of the queue's byte budget.
 type Queued = Option<(Vec<u8>, OwnedSemaphorePermit)>;
@@ -159,8 +159,7 @@ impl Lane {
             Lane::Lines { tx, budget } => {
                 let mut line = jsonrpc::to_bytes(&v);
                 line.push(b'\n');
-                // A single message larger than the budget takes all of it.
-                let want = u32::try_from(line.len().min(QUEUE_BYTES)).unwrap_or(u32::MAX);
+                let want = port::budget_share(line.len());
                 let Ok(permit) = Arc::clone(budget).acquire_many_owned(want).await else {
                     return false;
                 };
@@ -296,17 +295,14 @@ where
         let mut reader = BufReader::new(read);
         loop {
             let refusal = match frame::read(&mut reader, MAX_FRAME).await {
-                Ok(Frame::Line(l)) => match serde_json::from_slice::<Value>(&l) {
+                Ok(Frame::Line(l)) => match jsonrpc::parse_json(&l) {
                     Ok(v) => {
                         if !tx.send(v).await {
                             break;
                         }
                         continue;
                     }
-                    Err(e) => {
-                        let e = jsonrpc::FrameError::Parse(e.to_string());
-                        jsonrpc::error(&Value::Null, e.code(), &e.to_string(), None)
-                    }
+                    Err(e) => jsonrpc::error(&Value::Null, e.code(), &e.to_string(), None),
                 },
                 Ok(Frame::Oversized(id)) => jsonrpc::error(
                     &id.unwrap_or(Value::Null),
