@@ -8,6 +8,7 @@
 //! ```
 
 pub mod aggregate;
+pub mod client;
 pub mod clock;
 pub mod enforce;
 pub mod frame;

@@ -2,11 +2,12 @@
 //! messages both ways over an in-process [`crate::port`], where a child has its stdin and
 //! stdout.
 //!
-//! Connections go through an SSRF-safe connector: the upstream's name is resolved by the
-//! gateway, every address is classified, internal ones are refused unless the operator
-//! allowed them (cloud metadata never), and the connection goes to a checked address, so
-//! DNS rebinding cannot swap it. Redirects are not followed. Nothing of the client's HTTP
-//! request (its bearer token, its headers) is sent upstream: the gateway makes its own.
+//! Connections go through [`crate::client`]'s SSRF-safe connector: the upstream's name is
+//! resolved by the gateway, every address is classified, internal ones are refused unless
+//! the operator allowed them (cloud metadata never), and the connection goes to a checked
+//! address, so DNS rebinding cannot swap it. Redirects are not followed. Nothing of the
+//! client's HTTP request (its bearer token, its headers) is sent upstream: the gateway makes
+//! its own.
 //!
 //! Each message is one POST; its answer (JSON, or an SSE stream read to its end) comes back
 //! as messages. Until `initialize` is answered, messages go one at a time (the session id
@@ -16,15 +17,15 @@
 
 use crate::locks::lock;
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bulwark_net::HostClass;
-use futures_util::StreamExt;
+use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::client::{self, Client, ClientError};
 use crate::jsonrpc::{self, Kind};
 use crate::stdio::{MAX_FRAME, Pipe};
 
@@ -36,6 +37,12 @@ const PORT_QUEUE: usize = 256;
 
 /// Requests whose extra headers are kept at once; the oldest go first.
 const MAX_EXTRA: usize = 256;
+
+const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const JSON_OR_EVENTS: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const EVENTS: HeaderValue = HeaderValue::from_static("text/event-stream");
 
 /// Extra HTTP headers for particular upstream requests, by request id: the `Mcp-Param-*`
 /// headers of a 2026-07-28 client's call, passed on with that call's POST so that routers
@@ -118,49 +125,13 @@ pub enum RemoteError {
     Client(String),
 }
 
-/// Whether an address may be connected to.
-fn allowed(ip: std::net::IpAddr, allow_internal: bool) -> Result<(), HostClass> {
-    let class = bulwark_net::class::classify_ip(ip);
-    if !class.is_internal() || (allow_internal && class != HostClass::Metadata) {
-        Ok(())
-    } else {
-        Err(class)
-    }
-}
-
-/// Resolves names itself and drops addresses the gateway may not connect to.
-struct GuardedResolver {
-    allow_internal: bool,
-}
-
-impl reqwest::dns::Resolve for GuardedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow_internal = self.allow_internal;
-        let host = name.as_str().to_string();
-        Box::pin(async move {
-            let found: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let ok: Vec<SocketAddr> = found
-                .iter()
-                .copied()
-                .filter(|a| allowed(a.ip().to_canonical(), allow_internal).is_ok())
-                .collect();
-            if ok.is_empty() {
-                return Err(format!(
-                    "{host} resolves only to addresses the gateway may not connect to"
-                )
-                .into());
-            }
-            Ok(Box::new(ok.into_iter()) as reqwest::dns::Addrs)
-        })
-    }
-}
-
 /// Where and how to reach a remote server.
 #[derive(Clone)]
 pub struct Remote {
-    url: reqwest::Url,
-    client: reqwest::Client,
+    url: url::Url,
+    /// The URL's path and query: what requests ask for.
+    target: Uri,
+    client: Client,
     /// The 2024-11-05 HTTP+SSE transport (a URL whose path ends in `/sse`).
     legacy_sse: bool,
 }
@@ -169,7 +140,7 @@ impl Remote {
     /// Checks `url` and builds the guarded client. Internal addresses (loopback, private
     /// ranges) are refused unless `allow_internal`; cloud metadata always.
     pub fn new(url: &str, allow_internal: bool, timeout: Duration) -> Result<Remote, RemoteError> {
-        let parsed = reqwest::Url::parse(url).map_err(|_| RemoteError::Url(url.to_string()))?;
+        let parsed = url::Url::parse(url).map_err(|_| RemoteError::Url(url.to_string()))?;
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(RemoteError::Url(url.to_string()));
         }
@@ -181,24 +152,19 @@ impl Remote {
             None => return Err(RemoteError::Url(url.to_string())),
         };
         if let Some(ip) = ip
-            && let Err(class) = allowed(ip.to_canonical(), allow_internal)
+            && let Err(class) = client::allowed(ip.to_canonical(), allow_internal)
         {
             return Err(RemoteError::Internal(url.to_string(), class.as_str()));
         }
         // A ring provider for rustls, once per process (a second install is refused, which is
         // fine: one is there).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver { allow_internal }))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .connect_timeout(Duration::from_secs(10))
-            .read_timeout(timeout)
-            .build()
-            .map_err(|e| RemoteError::Client(e.to_string()))?;
+        let client = Client::new(&parsed, allow_internal, timeout).map_err(RemoteError::Client)?;
+        let target = target(&parsed).ok_or_else(|| RemoteError::Url(url.to_string()))?;
         let legacy_sse = parsed.path().ends_with("/sse");
         Ok(Remote {
             url: parsed,
+            target,
             client,
             legacy_sse,
         })
@@ -336,14 +302,14 @@ impl Remote {
 /// stream, read as they come. Dropping it closes the response stream, which is how a
 /// 2026-07-28 client cancels.
 pub struct Exchange {
-    status: reqwest::StatusCode,
+    status: StatusCode,
     body: ExchangeBody,
 }
 
 enum ExchangeBody {
-    Json(Option<reqwest::Response>),
+    Json(Option<client::Body>),
     Events {
-        stream: futures_util::stream::BoxStream<'static, reqwest::Result<axum::body::Bytes>>,
+        body: client::Body,
         events: Events,
         ready: std::collections::VecDeque<Value>,
     },
@@ -365,14 +331,14 @@ impl Exchange {
         match &mut self.body {
             ExchangeBody::Json(resp) => read_limited(resp.take()?).await,
             ExchangeBody::Events {
-                stream,
+                body,
                 events,
                 ready,
             } => loop {
                 if let Some(v) = ready.pop_front() {
                     return Some(v);
                 }
-                let Ok(chunk) = stream.next().await? else {
+                let Ok(chunk) = body.chunk().await? else {
                     return None;
                 };
                 for (_, data) in events.feed(&chunk) {
@@ -392,54 +358,60 @@ impl Remote {
     /// Sends one stateless (2026-07-28) message with `headers` (the protocol's mirrors and
     /// any `Mcp-Param-*`), and returns its answer as it arrives.
     pub async fn exchange(&self, msg: &Value, headers: HeaderList) -> Result<Exchange, String> {
-        let mut request = self
+        let mut list = Vec::with_capacity(headers.len() + 2);
+        list.push((ACCEPT, JSON_OR_EVENTS));
+        list.push((CONTENT_TYPE, JSON));
+        list.extend(headers);
+        let resp = self
             .client
-            .post(self.url.clone())
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json");
-        for (name, value) in headers {
-            request = request.header(name, value);
-        }
-        let resp = request
-            .body(jsonrpc::to_bytes(msg))
-            .send()
+            .send(
+                Method::POST,
+                &self.target,
+                list,
+                jsonrpc::to_bytes(msg).into(),
+            )
             .await
-            .map_err(|e| describe(e.without_url()))?;
-        let status = resp.status();
-        let sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("text/event-stream"));
-        let body = if sse {
+            .map_err(|e| describe(&e))?;
+        let status = resp.status;
+        let body = if resp.is_events() {
             ExchangeBody::Events {
-                stream: Box::pin(resp.bytes_stream()),
+                body: resp.body,
                 events: Events::default(),
                 ready: std::collections::VecDeque::new(),
             }
         } else {
-            ExchangeBody::Json(Some(resp))
+            ExchangeBody::Json(Some(resp.body))
         };
         Ok(Exchange { status, body })
     }
 }
 
-/// An HTTP client error with its causes (refused address, connection refused, TLS).
-fn describe(e: reqwest::Error) -> String {
+/// An HTTP client error with its causes (refused address, connection refused, TLS). Never
+/// the URL: it may carry credentials.
+fn describe(e: &ClientError) -> String {
     let mut why = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        why.push_str(": ");
-        why.push_str(&c.to_string());
-        cause = c.source();
+    if let ClientError::Http(h) = e {
+        let mut cause = std::error::Error::source(h);
+        while let Some(c) = cause {
+            why.push_str(": ");
+            why.push_str(&c.to_string());
+            cause = c.source();
+        }
     }
     why
 }
 
+/// The path and query of `url`, as a request target.
+fn target(url: &url::Url) -> Option<Uri> {
+    url[url::Position::BeforePath..url::Position::AfterQuery]
+        .parse()
+        .ok()
+}
+
 struct Upstream {
     remote: Remote,
-    session: Mutex<Option<String>>,
-    version: Mutex<Option<String>>,
+    session: Mutex<Option<HeaderValue>>,
+    version: Mutex<Option<HeaderValue>>,
     lines: crate::port::Sender,
     log: Arc<dyn Fn(&str) + Send + Sync>,
     extra: Option<Arc<ExtraHeaders>>,
@@ -452,23 +424,33 @@ struct Upstream {
 }
 
 impl Upstream {
-    fn session(&self) -> Option<String> {
+    fn session(&self) -> Option<HeaderValue> {
         lock(&self.session).clone()
     }
 
-    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
-        let mut r = self
-            .remote
-            .client
-            .request(method, self.remote.url.clone())
-            .header("accept", "application/json, text/event-stream");
+    /// The headers every request of the session carries, the first accepting `accept`.
+    fn headers(&self, accept: HeaderValue) -> crate::remote::HeaderList {
+        let mut h = Vec::with_capacity(4);
+        h.push((ACCEPT, accept));
         if let Some(s) = self.session() {
-            r = r.header("mcp-session-id", s);
+            h.push((MCP_SESSION_ID, s));
         }
         if let Some(v) = lock(&self.version).clone() {
-            r = r.header("mcp-protocol-version", v);
+            h.push((MCP_PROTOCOL_VERSION, v));
         }
-        r
+        h
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        headers: crate::remote::HeaderList,
+        body: Vec<u8>,
+    ) -> Result<client::Response, ClientError> {
+        self.remote
+            .client
+            .send(method, &self.remote.target, headers, body.into())
+            .await
     }
 
     async fn emit(&self, v: Value) {
@@ -489,20 +471,19 @@ impl Upstream {
             Kind::Request { id, method } => (Some(id.clone()), method == "initialize"),
             _ => (None, false),
         };
-        let mut request = self
-            .request(reqwest::Method::POST)
-            .header("content-type", "application/json");
+        let mut headers = self.headers(JSON_OR_EVENTS);
+        headers.push((CONTENT_TYPE, JSON));
         if let (Some(extra), Some(id)) = (&self.extra, &id) {
-            for (name, value) in extra.take(&msg, id) {
-                request = request.header(name, value);
-            }
+            headers.extend(extra.take(&msg, id));
         }
-        let sent = request.body(jsonrpc::to_bytes(&msg)).send().await;
+        let sent = self
+            .send(Method::POST, headers, jsonrpc::to_bytes(&msg))
+            .await;
+        drop(msg);
         let resp = match sent {
             Ok(r) => r,
             Err(e) => {
-                // Not the URL: it may carry credentials.
-                let why = describe(e.without_url());
+                let why = describe(&e);
                 return self
                     .fail(
                         id.as_ref(),
@@ -511,22 +492,17 @@ impl Upstream {
                     .await;
             }
         };
-        let status = resp.status();
-        if initialize
-            && let Some(s) = resp
-                .headers()
-                .get("mcp-session-id")
-                .and_then(|v| v.to_str().ok())
-        {
-            *lock(&self.session) = Some(s.to_string());
+        let status = resp.status;
+        if initialize && let Some(s) = resp.headers.get(&MCP_SESSION_ID) {
+            *lock(&self.session) = Some(s.clone());
         }
         if !status.is_success() {
-            if status == reqwest::StatusCode::NOT_FOUND && self.session().is_some() {
+            if status == StatusCode::NOT_FOUND && self.session().is_some() {
                 self.expired
                     .store(true, std::sync::atomic::Ordering::Relaxed);
                 self.forgot.notify_one();
             }
-            let body = read_capped(resp, 4096).await;
+            let body = read_capped(resp.body, 4096).await;
             let answered = serde_json::from_str::<Value>(&body)
                 .ok()
                 .filter(|v| id.is_some() && v.get("id") == id.as_ref() && v.get("error").is_some());
@@ -546,15 +522,10 @@ impl Upstream {
         if id.is_none() {
             return;
         }
-        let sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("text/event-stream"));
-        let answered = if sse {
-            self.read_events(resp, initialize, id.as_ref()).await
+        let answered = if resp.is_events() {
+            self.read_events(resp.body, initialize, id.as_ref()).await
         } else {
-            match read_limited(resp).await {
+            match read_limited(resp.body).await {
                 Some(v) => {
                     self.note_version(&v, initialize);
                     let ok = v.get("id") == id.as_ref();
@@ -576,8 +547,9 @@ impl Upstream {
     fn note_version(&self, v: &Value, initialize: bool) {
         if initialize
             && let Some(ver) = jsonrpc::at(v, "/result/protocolVersion").and_then(Value::as_str)
+            && let Ok(ver) = HeaderValue::from_str(ver)
         {
-            *lock(&self.version) = Some(ver.to_string());
+            *lock(&self.version) = Some(ver);
         }
     }
 
@@ -585,14 +557,13 @@ impl Upstream {
     /// was among them.
     async fn read_events(
         &self,
-        resp: reqwest::Response,
+        mut body: client::Body,
         initialize: bool,
         id: Option<&Value>,
     ) -> bool {
         let mut answered = false;
         let mut events = Events::default();
-        let mut body = resp.bytes_stream();
-        while let Some(chunk) = body.next().await {
+        while let Some(chunk) = body.chunk().await {
             let Ok(chunk) = chunk else { break };
             for (_, data) in events.feed(&chunk) {
                 let Ok(v) = serde_json::from_str::<Value>(&data) else {
@@ -616,15 +587,13 @@ impl Upstream {
     /// has none answers 405, which is fine.
     async fn listen(self: Arc<Self>) {
         let Ok(resp) = self
-            .request(reqwest::Method::GET)
-            .header("accept", "text/event-stream")
-            .send()
+            .send(Method::GET, self.headers(EVENTS), Vec::new())
             .await
         else {
             return;
         };
-        if resp.status().is_success() {
-            self.read_events(resp, false, None).await;
+        if resp.status.is_success() {
+            self.read_events(resp.body, false, None).await;
         }
     }
 
@@ -633,7 +602,7 @@ impl Upstream {
         if self.session().is_some() {
             let _ = tokio::time::timeout(
                 Duration::from_secs(2),
-                self.request(reqwest::Method::DELETE).send(),
+                self.send(Method::DELETE, self.headers(JSON_OR_EVENTS), Vec::new()),
             )
             .await;
         }
@@ -641,10 +610,9 @@ impl Upstream {
 }
 
 /// At most `max` bytes of a body, as text.
-async fn read_capped(resp: reqwest::Response, max: usize) -> String {
+async fn read_capped(mut body: client::Body, max: usize) -> String {
     let mut buf = Vec::new();
-    let mut body = resp.bytes_stream();
-    while let Some(Ok(chunk)) = body.next().await {
+    while let Some(Ok(chunk)) = body.chunk().await {
         let room = max.saturating_sub(buf.len());
         buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
         if buf.len() >= max {
@@ -655,10 +623,9 @@ async fn read_capped(resp: reqwest::Response, max: usize) -> String {
 }
 
 /// A JSON body of at most [`MAX_FRAME`] bytes.
-async fn read_limited(resp: reqwest::Response) -> Option<Value> {
+async fn read_limited(mut body: client::Body) -> Option<Value> {
     let mut buf = Vec::new();
-    let mut body = resp.bytes_stream();
-    while let Some(chunk) = body.next().await {
+    while let Some(chunk) = body.chunk().await {
         let chunk = chunk.ok()?;
         if buf.len() + chunk.len() > MAX_FRAME {
             return None;
@@ -757,18 +724,21 @@ async fn legacy_sse(
 ) {
     let resp = remote
         .client
-        .get(remote.url.clone())
-        .header("accept", "text/event-stream")
-        .send()
+        .send(
+            Method::GET,
+            &remote.target,
+            vec![(ACCEPT, EVENTS)],
+            Default::default(),
+        )
         .await;
     let resp = match resp {
-        Ok(r) if r.status().is_success() => r,
+        Ok(r) if r.status.is_success() => r,
         Ok(r) => {
             return refuse_all(
                 from_core,
                 lines,
                 log,
-                &format!("the upstream SSE stream answered HTTP {}", r.status()),
+                &format!("the upstream SSE stream answered HTTP {}", r.status),
             )
             .await;
         }
@@ -777,21 +747,18 @@ async fn legacy_sse(
                 from_core,
                 lines,
                 log,
-                &format!(
-                    "the upstream SSE stream cannot be opened: {}",
-                    e.without_url()
-                ),
+                &format!("the upstream SSE stream cannot be opened: {}", describe(&e)),
             )
             .await;
         }
     };
-    let mut body = resp.bytes_stream();
+    let mut body = resp.body;
     let mut events = Events::default();
     let mut endpoint = None;
     // The endpoint first; messages before it are kept.
     let mut early = Vec::new();
     while endpoint.is_none() {
-        let Some(Ok(chunk)) = body.next().await else {
+        let Some(Ok(chunk)) = body.chunk().await else {
             return refuse_all(
                 from_core,
                 lines,
@@ -803,7 +770,12 @@ async fn legacy_sse(
         for (event, data) in events.feed(&chunk) {
             if event == "endpoint" && endpoint.is_none() {
                 match remote.url.join(data.trim()) {
-                    Ok(u) if u.origin() == remote.url.origin() => endpoint = Some(u),
+                    Ok(u)
+                        if u.origin() == remote.url.origin()
+                            && let Some(t) = target(&u) =>
+                    {
+                        endpoint = Some(t)
+                    }
                     _ => {
                         return refuse_all(from_core, lines, log, &format!(
                             "the upstream named an endpoint on another origin ({data:?}); refused"
@@ -834,7 +806,7 @@ async fn legacy_sse(
         let lines = lines.clone();
         let log = Arc::clone(&log);
         async move {
-            while let Some(chunk) = body.next().await {
+            while let Some(chunk) = body.chunk().await {
                 let Ok(chunk) = chunk else { break };
                 for (event, data) in events.feed(&chunk) {
                     if event.is_empty() || event == "message" {
@@ -889,22 +861,28 @@ async fn legacy_sse(
                 .await;
                 continue;
             };
-            let post = remote
-                .client
-                .post(endpoint.clone())
-                .header("content-type", "application/json")
-                .body(jsonrpc::to_bytes(&msg));
+            let client = remote.client.clone();
+            let endpoint = endpoint.clone();
+            let body = jsonrpc::to_bytes(&msg);
             tasks.spawn(async move {
                 let _permit = permit;
-                match post.send().await {
-                    Ok(r) if r.status().is_success() => {}
-                    Ok(r) => {
-                        fail(format!("the upstream server answered HTTP {}", r.status())).await
-                    }
+                let sent = client
+                    .send(
+                        Method::POST,
+                        &endpoint,
+                        vec![(CONTENT_TYPE, JSON)],
+                        body.into(),
+                    )
+                    .await;
+                match sent {
+                    // The answer comes on the stream; the body is read so the connection
+                    // can serve the next message.
+                    Ok(r) if r.status.is_success() => drop(read_capped(r.body, 4096).await),
+                    Ok(r) => fail(format!("the upstream server answered HTTP {}", r.status)).await,
                     Err(e) => {
                         fail(format!(
                             "the upstream server cannot be reached: {}",
-                            e.without_url()
+                            describe(&e)
                         ))
                         .await
                     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{BIN, Peer, eventually, free_port, scratch};
+use common::{BIN, Peer, eventually, free_port, scratch, test_certificates};
 use serde_json::{Value, json};
 
 fn mosquitto() -> PathBuf {
@@ -65,74 +65,7 @@ impl Broker {
     /// A Mosquitto that speaks only TLS, with a certificate from a CA made for the test;
     /// the CA's PEM file with it.
     fn start_tls(dir: &Path) -> (Broker, PathBuf) {
-        let ssl = |args: &[&str]| {
-            let o = Command::new("openssl")
-                .args(args)
-                .current_dir(dir)
-                .output()
-                .unwrap();
-            assert!(
-                o.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        };
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        let mut ca = vec!["req", "-x509"];
-        ca.extend_from_slice(&ec);
-        ca.extend_from_slice(&[
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=bulwark-test-ca",
-        ]);
-        ssl(&ca);
-        let mut csr = vec!["req"];
-        csr.extend_from_slice(&ec);
-        csr.extend_from_slice(&[
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ]);
-        ssl(&csr);
-        std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-        ssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "san.ext",
-        ]);
-        // Mosquitto started as root drops to its own user before reading the key: a test
-        // key may be readable by all.
-        use std::os::unix::fs::PermissionsExt;
-        for f in ["server.key", "server.pem", "ca.pem"] {
-            std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
-        }
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        test_certificates(dir);
         let tls = format!(
             "cafile {d}/ca.pem\ncertfile {d}/server.pem\nkeyfile {d}/server.key\n",
             d = dir.display()

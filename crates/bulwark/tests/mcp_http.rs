@@ -1673,6 +1673,78 @@ fn the_policys_servers_are_served_over_http_as_one() {
 }
 
 #[test]
+fn an_https_upstream_is_reached_through_tls_and_an_untrusted_certificate_is_refused() {
+    let upstream = HttpServer::start();
+    let state = scratch();
+    let certs = state.join("tls");
+    std::fs::create_dir_all(&certs).unwrap();
+    test_certificates(&certs);
+    let port_file = state.join("tls.port");
+    let _front = Peer(
+        Command::new(python())
+            .arg(root().join("crates/bulwark-mcp/tests/peers/tls_front.py"))
+            .arg(certs.join("server.pem"))
+            .arg(certs.join("server.key"))
+            .arg(upstream.port.to_string())
+            .arg(&port_file)
+            .spawn()
+            .unwrap(),
+    );
+    let port = eventually(
+        Duration::from_secs(30),
+        "tls_front.py did not start",
+        || std::fs::read_to_string(&port_file).ok(),
+    );
+    let url = format!("https://127.0.0.1:{}/mcp", port.trim());
+    let args = ["--upstream-url", url.as_str(), "--upstream-allow-internal"];
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}});
+
+    // Roots from another CA (SSL_CERT_FILE replaces the platform's): the certificate is
+    // refused, and said so.
+    let untrusted = scratch();
+    test_certificates(&untrusted);
+    let other_ca = untrusted.join("ca.pem");
+    let gw = HttpGateway::start_env(
+        &untrusted,
+        &args,
+        &[],
+        &[("SSL_CERT_FILE", other_ca.to_str().unwrap())],
+    );
+    let r = http(&gw.addr, "POST", "/mcp", &[CT, JSON_SSE], &init.to_string());
+    let answer = r.messages().into_iter().last().unwrap();
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("TLS") && message.contains("certificate"),
+        "{answer}"
+    );
+
+    // Trusted (SSL_CERT_FILE names the CA): calls go through, several on kept-alive
+    // connections.
+    let ca = certs.join("ca.pem");
+    let gw = HttpGateway::start_env(
+        &state,
+        &args,
+        &[],
+        &[("SSL_CERT_FILE", ca.to_str().unwrap())],
+    );
+    let a = gw.addr.as_str();
+    let sid = initialize(a);
+    let s = ("Mcp-Session-Id", sid.as_str());
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    for i in 0..5 {
+        let call = json!({"jsonrpc":"2.0","id":i + 1,"method":"tools/call","params":{
+            "name":"echo","arguments":{"message":format!("over TLS {i}")}}});
+        let r = http(a, "POST", "/mcp", &[CT, JSON_SSE, s, v], &call.to_string());
+        let answer = r.messages().into_iter().last().unwrap();
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains(&format!("over TLS {i}")), "{answer}");
+    }
+}
+
+#[test]
 fn a_name_that_resolves_to_loopback_is_refused_without_permission() {
     let upstream = HttpServer::start();
     let state = scratch();

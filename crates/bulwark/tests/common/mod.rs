@@ -172,3 +172,75 @@ pub fn mcp_listen_everything(state: &Path, policy: &Path) -> (Peer, String) {
     );
     (peer, listen)
 }
+
+/// A certificate authority made for a test and a server certificate it signed for
+/// 127.0.0.1, in `dir`: `ca.pem`, `server.pem` and `server.key`. Readable by all, since
+/// Mosquitto started as root drops to its own user before reading the key.
+pub fn test_certificates(dir: &Path) {
+    let ssl = |args: &[&str]| {
+        let o = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509"];
+    ca.extend_from_slice(&ec);
+    ca.extend_from_slice(&[
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=bulwark-test-ca",
+    ]);
+    ssl(&ca);
+    let mut csr = vec!["req"];
+    csr.extend_from_slice(&ec);
+    csr.extend_from_slice(&[
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    ssl(&csr);
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    ssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+    use std::os::unix::fs::PermissionsExt;
+    for f in ["server.key", "server.pem", "ca.pem"] {
+        std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

@@ -1,0 +1,505 @@
+//! The HTTP/1.1 client the gateway reaches a remote MCP server with: one origin, an
+//! SSRF-checked connector, a small pool of kept-alive connections.
+//!
+//! The upstream's name is resolved here, every address is classified, and internal ones
+//! are refused unless the operator allowed them (cloud metadata never); the connection goes
+//! to a checked address, so a second resolution (DNS rebinding) cannot swap it. `https`
+//! goes through rustls with the platform's roots. Redirects are never followed: an answer
+//! is an answer.
+//!
+//! Built on hyper's connection API rather than a general-purpose client because every
+//! `tools/call` crosses it: a general client re-parses the URL, runs redirect and retry
+//! layers and keys a pool by origin on every request, which was a sixth of the gateway's
+//! work per call (docs/benchmarks.md, session 9). This one serves a single origin, so its
+//! pool is a stack of idle connections.
+//!
+//! Every wait is bounded: connecting by [`CONNECT_TIMEOUT`], the answer's head and each
+//! read of its body by the read timeout given to [`Client::new`].
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, header};
+use bulwark_net::HostClass;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+
+use crate::locks::lock;
+use crate::remote::HeaderList;
+
+/// How long a TCP connection (and its TLS handshake) may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Idle connections kept per client; more are closed when they come back.
+const MAX_IDLE: usize = 32;
+
+/// Why a request got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The name did not resolve.
+    #[error("cannot resolve {host}: {source}")]
+    Resolve {
+        /// The name.
+        host: String,
+        /// The resolver's error.
+        source: std::io::Error,
+    },
+    /// Every address the name resolves to is one the gateway may not connect to.
+    #[error("{0} resolves only to addresses the gateway may not connect to")]
+    Refused(String),
+    /// No address accepted a connection.
+    #[error("cannot connect to {host}: {source}")]
+    Connect {
+        /// The upstream's host.
+        host: String,
+        /// The last address's error.
+        source: std::io::Error,
+    },
+    /// Connecting (TCP and TLS) took longer than [`CONNECT_TIMEOUT`].
+    #[error("connecting to {0} timed out")]
+    ConnectTimeout(String),
+    /// The TLS handshake failed (an untrusted or mismatched certificate, most often).
+    #[error("TLS with {host}: {source}")]
+    Tls {
+        /// The upstream's host.
+        host: String,
+        /// rustls's error.
+        source: std::io::Error,
+    },
+    /// The HTTP exchange failed (the connection closed, a malformed answer).
+    #[error("HTTP: {0}")]
+    Http(#[from] hyper::Error),
+    /// No answer, or no more of it, within the read timeout.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// Whether an address may be connected to.
+pub(crate) fn allowed(ip: std::net::IpAddr, allow_internal: bool) -> Result<(), HostClass> {
+    let class = bulwark_net::class::classify_ip(ip);
+    if !class.is_internal() || (allow_internal && class != HostClass::Metadata) {
+        Ok(())
+    } else {
+        Err(class)
+    }
+}
+
+/// An HTTP/1.1 client for one origin (cheap to clone: clones share the pool).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The host as resolved and as TLS's server name (no IPv6 brackets).
+    host: String,
+    port: u16,
+    /// The `Host` header.
+    authority: HeaderValue,
+    allow_internal: bool,
+    tls: Option<(
+        tokio_rustls::TlsConnector,
+        rustls::pki_types::ServerName<'static>,
+    )>,
+    read_timeout: Duration,
+    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+}
+
+impl Client {
+    /// A client for `url`'s origin (`http` or `https`). The caller has checked the scheme
+    /// and any address literal.
+    pub fn new(
+        url: &url::Url,
+        allow_internal: bool,
+        read_timeout: Duration,
+    ) -> Result<Client, String> {
+        let host = match url.host() {
+            Some(url::Host::Domain(d)) => d.to_string(),
+            Some(url::Host::Ipv4(a)) => a.to_string(),
+            Some(url::Host::Ipv6(a)) => a.to_string(),
+            None => return Err("the URL has no host".into()),
+        };
+        let port = url
+            .port_or_known_default()
+            .ok_or_else(|| "the URL has no port".to_string())?;
+        let authority = match url.port() {
+            Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
+            None => url.host_str().unwrap_or_default().to_string(),
+        };
+        let authority = HeaderValue::from_str(&authority).map_err(|e| e.to_string())?;
+        let tls = if url.scheme() == "https" {
+            use rustls_platform_verifier::BuilderVerifierExt;
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| e.to_string())?
+                .with_platform_verifier()
+                .map_err(|e| e.to_string())?
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            let name =
+                rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| e.to_string())?;
+            Some((tokio_rustls::TlsConnector::from(Arc::new(config)), name))
+        } else {
+            None
+        };
+        Ok(Client {
+            inner: Arc::new(Inner {
+                host,
+                port,
+                authority,
+                allow_internal,
+                tls,
+                read_timeout,
+                idle: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// Sends one request to `target` (a path and query on this client's origin) and
+    /// returns the answer's head; its body is read from the [`Response`].
+    pub async fn send(
+        &self,
+        method: Method,
+        target: &Uri,
+        headers: HeaderList,
+        body: Bytes,
+    ) -> Result<Response, ClientError> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = target.clone();
+        let h = req.headers_mut();
+        h.insert(header::HOST, self.inner.authority.clone());
+        for (name, value) in headers {
+            h.append(name, value);
+        }
+        let timeout = self.inner.read_timeout;
+        // A kept-alive connection the server has just closed takes no request: hyper hands
+        // it back unsent, and it goes once more on a fresh connection.
+        let mut fresh = false;
+        loop {
+            let mut conn = match self.idle().await {
+                Some(c) if !fresh => c,
+                _ => {
+                    fresh = true;
+                    self.connect().await?
+                }
+            };
+            let sent = tokio::time::timeout(timeout, conn.try_send_request(req)).await;
+            match sent {
+                Err(_) => return Err(ClientError::Timeout(timeout)),
+                Ok(Ok(resp)) => {
+                    let (parts, incoming) = resp.into_parts();
+                    let mut body = Body {
+                        incoming,
+                        conn: Some(conn),
+                        client: Arc::clone(&self.inner),
+                    };
+                    body.release_if_done();
+                    return Ok(Response {
+                        status: parts.status,
+                        headers: parts.headers,
+                        body,
+                    });
+                }
+                Ok(Err(mut e)) => match e.take_message() {
+                    Some(unsent) if !fresh => {
+                        req = unsent;
+                        fresh = true;
+                    }
+                    _ => return Err(e.into_error().into()),
+                },
+            }
+        }
+    }
+
+    /// An idle connection that is still open and ready for a request.
+    async fn idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+        loop {
+            let mut c = lock(&self.inner.idle).pop()?;
+            if c.is_closed() {
+                continue;
+            }
+            if c.is_ready() {
+                return Some(c);
+            }
+            // Back in the pool as its answer ended: ready once its connection task has run.
+            if let Ok(Ok(())) = tokio::time::timeout(CONNECT_TIMEOUT, c.ready()).await {
+                return Some(c);
+            }
+        }
+    }
+
+    /// A new connection to a checked address.
+    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, ClientError> {
+        let inner = &self.inner;
+        let host = &inner.host;
+        tokio::time::timeout(CONNECT_TIMEOUT, async {
+            let addrs = self.resolve().await?;
+            let mut last = None;
+            let mut stream = None;
+            for a in addrs {
+                match tokio::net::TcpStream::connect(a).await {
+                    Ok(s) => {
+                        stream = Some(s);
+                        break;
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            let Some(stream) = stream else {
+                return Err(ClientError::Connect {
+                    host: host.clone(),
+                    source: last.unwrap_or_else(|| std::io::ErrorKind::NotFound.into()),
+                });
+            };
+            // Requests are small and answered at once: Nagle's delay would be pure latency.
+            let _ = stream.set_nodelay(true);
+            match &inner.tls {
+                Some((tls, name)) => {
+                    let stream = tls.connect(name.clone(), stream).await.map_err(|source| {
+                        ClientError::Tls {
+                            host: host.clone(),
+                            source,
+                        }
+                    })?;
+                    let (send, conn) =
+                        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+                    tokio::spawn(conn);
+                    Ok(send)
+                }
+                None => {
+                    let (send, conn) =
+                        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+                    tokio::spawn(conn);
+                    Ok(send)
+                }
+            }
+        })
+        .await
+        .map_err(|_| ClientError::ConnectTimeout(host.clone()))?
+    }
+
+    /// The addresses the host may be reached at: resolved here, internal ones dropped.
+    async fn resolve(&self) -> Result<Vec<SocketAddr>, ClientError> {
+        let inner = &self.inner;
+        let found: Vec<SocketAddr> = tokio::net::lookup_host((inner.host.as_str(), inner.port))
+            .await
+            .map_err(|source| ClientError::Resolve {
+                host: inner.host.clone(),
+                source,
+            })?
+            .collect();
+        let ok: Vec<SocketAddr> = found
+            .into_iter()
+            .filter(|a| allowed(a.ip().to_canonical(), inner.allow_internal).is_ok())
+            .collect();
+        if ok.is_empty() {
+            return Err(ClientError::Refused(inner.host.clone()));
+        }
+        Ok(ok)
+    }
+}
+
+/// An answer: its status and headers, and its body to read.
+pub struct Response {
+    /// The status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body, read as it arrives.
+    pub body: Body,
+}
+
+impl Response {
+    /// Whether the answer is an SSE stream.
+    pub fn is_events(&self) -> bool {
+        self.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+    }
+}
+
+/// An answer's body. Read to its end, its connection goes back to the pool; dropped
+/// before, the connection closes (what is left of the answer cannot be skipped safely).
+pub struct Body {
+    incoming: Incoming,
+    conn: Option<SendRequest<Full<Bytes>>>,
+    client: Arc<Inner>,
+}
+
+impl Body {
+    /// The next part of the body, or `None` at its end.
+    ///
+    /// # Errors
+    /// [`ClientError::Timeout`] when nothing arrives within the read timeout, or
+    /// [`ClientError::Http`] when the connection fails; the body ends there.
+    pub async fn chunk(&mut self) -> Option<Result<Bytes, ClientError>> {
+        let timeout = self.client.read_timeout;
+        loop {
+            self.conn.as_ref()?;
+            let frame = match tokio::time::timeout(timeout, self.incoming.frame()).await {
+                Err(_) => return self.fail(ClientError::Timeout(timeout)),
+                Ok(None) => {
+                    self.release();
+                    return None;
+                }
+                Ok(Some(Err(e))) => return self.fail(e.into()),
+                Ok(Some(Ok(frame))) => frame,
+            };
+            self.release_if_done();
+            // Trailers carry nothing the gateway reads.
+            if let Ok(data) = frame.into_data()
+                && !data.is_empty()
+            {
+                return Some(Ok(data));
+            }
+        }
+    }
+
+    fn fail(&mut self, e: ClientError) -> Option<Result<Bytes, ClientError>> {
+        self.conn = None;
+        Some(Err(e))
+    }
+
+    fn release_if_done(&mut self) {
+        if hyper::body::Body::is_end_stream(&self.incoming) {
+            self.release();
+        }
+    }
+
+    fn release(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            let mut idle = lock(&self.client.idle);
+            if idle.len() < MAX_IDLE && !conn.is_closed() {
+                idle.push(conn);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A loopback server answering each request head with `answer` (and closing the
+    /// connection after it when `close_after_each`); the connections it accepted, counted.
+    async fn server(answer: &'static [u8], close_after_each: bool) -> (url::Url, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url =
+            url::Url::parse(&format!("http://{}/mcp", listener.local_addr().unwrap())).unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&accepted);
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 1024];
+                    loop {
+                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match s.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.clear();
+                        if s.write_all(answer).await.is_err() || close_after_each {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, accepted)
+    }
+
+    fn client(url: &url::Url, read_timeout: Duration) -> (Client, Uri) {
+        let c = Client::new(url, true, read_timeout).unwrap();
+        (c, "/mcp".parse().unwrap())
+    }
+
+    async fn get(c: &Client, target: &Uri) -> Result<Response, ClientError> {
+        c.send(Method::GET, target, Vec::new(), Bytes::new()).await
+    }
+
+    async fn read_all(mut body: Body) -> Result<Vec<u8>, ClientError> {
+        let mut out = Vec::new();
+        while let Some(chunk) = body.chunk().await {
+            out.extend_from_slice(&chunk?);
+        }
+        Ok(out)
+    }
+
+    const HELLO: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello";
+
+    #[tokio::test]
+    async fn a_connection_read_to_the_end_serves_the_next_request_and_an_unread_one_closes() {
+        let (url, accepted) = server(HELLO, false).await;
+        let (c, target) = client(&url, Duration::from_secs(5));
+        for _ in 0..3 {
+            let r = get(&c, &target).await.unwrap();
+            assert_eq!(r.status, StatusCode::OK);
+            assert_eq!(read_all(r.body).await.unwrap(), b"hello");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        // Dropped before its body was read: that connection cannot be reused.
+        drop(get(&c, &target).await.unwrap());
+        let r = get(&c, &target).await.unwrap();
+        assert_eq!(read_all(r.body).await.unwrap(), b"hello");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_kept_connection_the_server_closed_is_replaced() {
+        let (url, accepted) = server(HELLO, true).await;
+        let (c, target) = client(&url, Duration::from_secs(5));
+        for _ in 0..3 {
+            let r = get(&c, &target).await.unwrap();
+            assert_eq!(read_all(r.body).await.unwrap(), b"hello");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_stops_coming_times_out() {
+        // The head, and 2 of the 10 bytes promised.
+        let (url, _) = server(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhe", false).await;
+        let (c, target) = client(&url, Duration::from_millis(200));
+        let r = get(&c, &target).await.unwrap();
+        assert!(matches!(
+            read_all(r.body).await,
+            Err(ClientError::Timeout(_))
+        ));
+        // No head at all.
+        let (url, _) = server(b"", false).await;
+        let (c, target) = client(&url, Duration::from_millis(200));
+        assert!(matches!(
+            get(&c, &target).await,
+            Err(ClientError::Timeout(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_name_that_resolves_to_an_internal_address_is_refused_unless_allowed() {
+        let (url, accepted) = server(HELLO, false).await;
+        let port = url.port().unwrap();
+        let named = url::Url::parse(&format!("http://localhost:{port}/mcp")).unwrap();
+        let target: Uri = "/mcp".parse().unwrap();
+        let refused = Client::new(&named, false, Duration::from_secs(5)).unwrap();
+        let e = get(&refused, &target).await.err().unwrap();
+        assert!(matches!(e, ClientError::Refused(_)), "{e}");
+        assert!(e.to_string().contains("may not connect"), "{e}");
+        assert_eq!(accepted.load(Ordering::SeqCst), 0);
+        let allowed = Client::new(&named, true, Duration::from_secs(5)).unwrap();
+        let r = get(&allowed, &target).await.unwrap();
+        assert_eq!(read_all(r.body).await.unwrap(), b"hello");
+    }
+}
