@@ -37,6 +37,16 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Idle connections kept per client; more are closed when they come back.
 const MAX_IDLE: usize = 32;
 
+/// How long a connection may sit idle before it is closed rather than reused: middleboxes
+/// forget quiet connections without telling either end, and a request sent on one would
+/// wait out the read timeout.
+const IDLE_FOR: Duration = Duration::from_secs(60);
+
+/// How long a connection back in the pool may take to become ready for the next request.
+/// Its task has only to run once; one that is still busy (writing a request the server
+/// answered without reading) is closed instead.
+const READY_WITHIN: Duration = Duration::from_millis(100);
+
 /// Why a request got no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -100,13 +110,16 @@ struct Inner {
     port: u16,
     /// The `Host` header.
     authority: HeaderValue,
+    /// `Authorization: Basic` from the URL's user and password, when it has them.
+    basic: Option<HeaderValue>,
     allow_internal: bool,
     tls: Option<(
         tokio_rustls::TlsConnector,
         rustls::pki_types::ServerName<'static>,
     )>,
     read_timeout: Duration,
-    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    /// Idle connections, and when each went idle.
+    idle: Mutex<Vec<(SendRequest<Full<Bytes>>, tokio::time::Instant)>>,
 }
 
 impl Client {
@@ -131,6 +144,7 @@ impl Client {
             None => url.host_str().unwrap_or_default().to_string(),
         };
         let authority = HeaderValue::from_str(&authority).map_err(|e| e.to_string())?;
+        let basic = basic_auth(url)?;
         let tls = if url.scheme() == "https" {
             use rustls_platform_verifier::BuilderVerifierExt;
             let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -152,6 +166,7 @@ impl Client {
                 host,
                 port,
                 authority,
+                basic,
                 allow_internal,
                 tls,
                 read_timeout,
@@ -174,6 +189,9 @@ impl Client {
         *req.uri_mut() = target.clone();
         let h = req.headers_mut();
         h.insert(header::HOST, self.inner.authority.clone());
+        if let Some(basic) = &self.inner.basic {
+            h.insert(header::AUTHORIZATION, basic.clone());
+        }
         for (name, value) in headers {
             h.append(name, value);
         }
@@ -182,9 +200,10 @@ impl Client {
         // it back unsent, and it goes once more on a fresh connection.
         let mut fresh = false;
         loop {
-            let mut conn = match self.idle().await {
-                Some(c) if !fresh => c,
-                _ => {
+            let pooled = if fresh { None } else { self.idle().await };
+            let mut conn = match pooled {
+                Some(c) => c,
+                None => {
                     fresh = true;
                     self.connect().await?
                 }
@@ -217,18 +236,19 @@ impl Client {
         }
     }
 
-    /// An idle connection that is still open and ready for a request.
+    /// An idle connection that is still open, not idle for too long, and ready for a
+    /// request (the most recently used first).
     async fn idle(&self) -> Option<SendRequest<Full<Bytes>>> {
         loop {
-            let mut c = lock(&self.inner.idle).pop()?;
-            if c.is_closed() {
+            let (mut c, since) = lock(&self.inner.idle).pop()?;
+            if c.is_closed() || since.elapsed() > IDLE_FOR {
                 continue;
             }
             if c.is_ready() {
                 return Some(c);
             }
             // Back in the pool as its answer ended: ready once its connection task has run.
-            if let Ok(Ok(())) = tokio::time::timeout(CONNECT_TIMEOUT, c.ready()).await {
+            if let Ok(Ok(())) = tokio::time::timeout(READY_WITHIN, c.ready()).await {
                 return Some(c);
             }
         }
@@ -238,25 +258,32 @@ impl Client {
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, ClientError> {
         let inner = &self.inner;
         let host = &inner.host;
-        tokio::time::timeout(CONNECT_TIMEOUT, async {
-            let addrs = self.resolve().await?;
-            let mut last = None;
-            let mut stream = None;
-            for a in addrs {
-                match tokio::net::TcpStream::connect(a).await {
-                    Ok(s) => {
-                        stream = Some(s);
-                        break;
-                    }
-                    Err(e) => last = Some(e),
+        let timed_out = || ClientError::ConnectTimeout(host.clone());
+        let addrs = tokio::time::timeout(CONNECT_TIMEOUT, self.resolve())
+            .await
+            .map_err(|_| timed_out())??;
+        // Each address gets its share of the time, so one that drops packets (a broken IPv6
+        // route, typically) leaves time for the next.
+        let share = CONNECT_TIMEOUT / u32::try_from(addrs.len()).unwrap_or(u32::MAX).max(1);
+        let mut last = None;
+        let mut stream = None;
+        for a in addrs {
+            match tokio::time::timeout(share, tokio::net::TcpStream::connect(a)).await {
+                Ok(Ok(s)) => {
+                    stream = Some(s);
+                    break;
                 }
+                Ok(Err(e)) => last = Some(e),
+                Err(_) => last = Some(std::io::ErrorKind::TimedOut.into()),
             }
-            let Some(stream) = stream else {
-                return Err(ClientError::Connect {
-                    host: host.clone(),
-                    source: last.unwrap_or_else(|| std::io::ErrorKind::NotFound.into()),
-                });
-            };
+        }
+        let Some(stream) = stream else {
+            return Err(ClientError::Connect {
+                host: host.clone(),
+                source: last.unwrap_or_else(|| std::io::ErrorKind::NotFound.into()),
+            });
+        };
+        tokio::time::timeout(CONNECT_TIMEOUT, async {
             // Requests are small and answered at once: Nagle's delay would be pure latency.
             let _ = stream.set_nodelay(true);
             match &inner.tls {
@@ -281,7 +308,7 @@ impl Client {
             }
         })
         .await
-        .map_err(|_| ClientError::ConnectTimeout(host.clone()))?
+        .map_err(|_| timed_out())?
     }
 
     /// The addresses the host may be reached at: resolved here, internal ones dropped.
@@ -303,6 +330,25 @@ impl Client {
         }
         Ok(ok)
     }
+}
+
+/// `Authorization: Basic` for a URL with a user (and password), as browsers and curl send
+/// it: the percent-decoded `user:password`, base64-encoded. Marked sensitive, so it is never
+/// logged.
+fn basic_auth(url: &url::Url) -> Result<Option<HeaderValue>, String> {
+    if url.username().is_empty() && url.password().is_none() {
+        return Ok(None);
+    }
+    use base64::Engine;
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let mut pair = decode(url.username());
+    pair.push(b':');
+    pair.extend(decode(url.password().unwrap_or_default()));
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+    let mut value =
+        HeaderValue::from_str(&format!("Basic {encoded}")).map_err(|e| e.to_string())?;
+    value.set_sensitive(true);
+    Ok(Some(value))
 }
 
 /// An answer: its status and headers, and its body to read.
@@ -377,7 +423,7 @@ impl Body {
         if let Some(conn) = self.conn.take() {
             let mut idle = lock(&self.client.idle);
             if idle.len() < MAX_IDLE && !conn.is_closed() {
-                idle.push(conn);
+                idle.push((conn, tokio::time::Instant::now()));
             }
         }
     }
@@ -390,16 +436,23 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// A loopback server answering each request head with `answer` (and closing the
-    /// connection after it when `close_after_each`); the connections it accepted, counted.
-    async fn server(answer: &'static [u8], close_after_each: bool) -> (url::Url, Arc<AtomicUsize>) {
+    /// connection after it when `close_after_each`); the connections it accepted, counted,
+    /// and the request heads it read.
+    async fn server_heads(
+        answer: &'static [u8],
+        close_after_each: bool,
+    ) -> (url::Url, Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url =
             url::Url::parse(&format!("http://{}/mcp", listener.local_addr().unwrap())).unwrap();
         let accepted = Arc::new(AtomicUsize::new(0));
         let count = Arc::clone(&accepted);
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let read = Arc::clone(&heads);
         tokio::spawn(async move {
             while let Ok((mut s, _)) = listener.accept().await {
                 count.fetch_add(1, Ordering::SeqCst);
+                let read = Arc::clone(&read);
                 tokio::spawn(async move {
                     let mut buf = Vec::new();
                     let mut chunk = [0u8; 1024];
@@ -410,6 +463,7 @@ mod tests {
                                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
                             }
                         }
+                        lock(&read).push(String::from_utf8_lossy(&buf).to_string());
                         buf.clear();
                         if s.write_all(answer).await.is_err() || close_after_each {
                             return;
@@ -418,6 +472,11 @@ mod tests {
                 });
             }
         });
+        (url, accepted, heads)
+    }
+
+    async fn server(answer: &'static [u8], close_after_each: bool) -> (url::Url, Arc<AtomicUsize>) {
+        let (url, accepted, _) = server_heads(answer, close_after_each).await;
         (url, accepted)
     }
 
@@ -457,7 +516,9 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
-    #[tokio::test]
+    // On one thread (as the gateway runs), the server's close is seen before the next
+    // request is sent; a close racing a request already sent is an error, not retried.
+    #[tokio::test(flavor = "current_thread")]
     async fn a_kept_connection_the_server_closed_is_replaced() {
         let (url, accepted) = server(HELLO, true).await;
         let (c, target) = client(&url, Duration::from_secs(5));
@@ -501,5 +562,32 @@ mod tests {
         let allowed = Client::new(&named, true, Duration::from_secs(5)).unwrap();
         let r = get(&allowed, &target).await.unwrap();
         assert_eq!(read_all(r.body).await.unwrap(), b"hello");
+    }
+
+    #[tokio::test]
+    async fn a_user_and_password_in_the_url_are_sent_as_basic_auth_and_nothing_else_is() {
+        let (url, _, heads) = server_heads(HELLO, false).await;
+        let port = url.port().unwrap();
+        let with = url::Url::parse(&format!("http://agent:s%40cret@127.0.0.1:{port}/mcp")).unwrap();
+        let target: Uri = "/mcp".parse().unwrap();
+        for u in [&with, &url] {
+            let c = Client::new(u, true, Duration::from_secs(5)).unwrap();
+            let r = c
+                .send(Method::GET, &target, Vec::new(), Bytes::new())
+                .await
+                .unwrap();
+            drop(r);
+        }
+        let heads = lock(&heads).clone();
+        assert!(heads[0].starts_with("GET /mcp HTTP/1.1\r\n"), "{heads:?}");
+        // base64("agent:s@cret")
+        assert!(
+            heads[0].contains("authorization: Basic YWdlbnQ6c0BjcmV0\r\n"),
+            "{heads:?}"
+        );
+        assert!(
+            !heads[1].to_lowercase().contains("authorization"),
+            "{heads:?}"
+        );
     }
 }

@@ -770,12 +770,14 @@ async fn legacy_sse(
         for (event, data) in events.feed(&chunk) {
             if event == "endpoint" && endpoint.is_none() {
                 match remote.url.join(data.trim()) {
-                    Ok(u)
-                        if u.origin() == remote.url.origin()
-                            && let Some(t) = target(&u) =>
-                    {
-                        endpoint = Some(t)
-                    }
+                    Ok(u) if u.origin() == remote.url.origin() => match target(&u) {
+                        Some(t) => endpoint = Some(t),
+                        None => {
+                            return refuse_all(from_core, lines, log, &format!(
+                                "the upstream named an endpoint that is no request target ({data:?}); refused"
+                            )).await;
+                        }
+                    },
                     _ => {
                         return refuse_all(from_core, lines, log, &format!(
                             "the upstream named an endpoint on another origin ({data:?}); refused"

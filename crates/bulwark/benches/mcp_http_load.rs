@@ -3,7 +3,8 @@
 //!
 //! Drives `tools/call` at fixed rates (open loop: calls are issued on schedule whether or
 //! not earlier ones were answered, over a pool of keep-alive connections) against the same
-//! HTTP upstream three ways, in one run:
+//! HTTP upstream three ways, in one run, in alternating one-second rounds so that each
+//! path meets the same moments of a shared machine:
 //!
 //! - **direct**: the client talks to the upstream;
 //! - **tcp relay**: through a bare TCP relay (one more hop, no parsing) — the floor;
@@ -347,40 +348,62 @@ fn main() {
 
     let rates = [1000u64, 3000];
     let secs = 4u64;
+    // Each rate's seconds are cut into rounds that visit the paths in turn, so that every
+    // path samples the same moments of a shared, noisy machine: "added" then compares like
+    // with like instead of one path's quiet second with another's busy one.
+    let rounds = 4u64;
+    let paths = [
+        ("direct", up_addr.as_str()),
+        ("tcp relay", relay_addr.as_str()),
+        ("bulwark", bulwark_addr.as_str()),
+    ];
+    let sids: Vec<String> = paths.iter().map(|(_, addr)| session(addr)).collect();
+    for ((_, addr), sid) in paths.iter().zip(&sids) {
+        // Warm up the path.
+        open_loop(addr, sid, 2000, 2000, 0);
+    }
     println!(
         "| path | rate (calls/s) | p50 µs | p99 µs | p50 added µs | p99 added µs | gateway CPU µs/call |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    let mut direct: Vec<(f64, f64)> = Vec::new();
-    let mut throughput = Vec::new();
-    for (name, addr) in [
-        ("direct", up_addr.as_str()),
-        ("tcp relay", relay_addr.as_str()),
-        ("bulwark", bulwark_addr.as_str()),
-    ] {
-        let sid = session(addr);
-        // Warm up the path.
-        open_loop(addr, &sid, 2000, 2000, 0);
-        for (k, &rate) in rates.iter().enumerate() {
-            let cpu0 = cpu_us(gw.0.id());
-            let mut rtt = open_loop(addr, &sid, rate * secs, rate, k as u64 + 1);
-            let cpu = match name {
-                "bulwark" => format!("{:.0}", (cpu_us(gw.0.id()) - cpu0) / (rate * secs) as f64),
-                _ => "".to_string(),
-            };
-            let (p50, p99) = (common::pct(&mut rtt, 0.50), common::pct(&mut rtt, 0.99));
-            if name == "direct" {
-                direct.push((p50, p99));
+    for (k, &rate) in rates.iter().enumerate() {
+        let mut rtt: Vec<Vec<f64>> = vec![Vec::new(); paths.len()];
+        let mut cpu = 0.0;
+        for round in 0..rounds {
+            for (i, ((name, addr), sid)) in paths.iter().zip(&sids).enumerate() {
+                let cpu0 = cpu_us(gw.0.id());
+                let tag = (k as u64 + 1) * 100 + round;
+                rtt[i].extend(open_loop(addr, sid, rate * secs / rounds, rate, tag));
+                if *name == "bulwark" {
+                    cpu += cpu_us(gw.0.id()) - cpu0;
+                }
             }
-            let (d50, d99) = direct[k];
+        }
+        let (d50, d99) = (
+            common::pct(&mut rtt[0], 0.50),
+            common::pct(&mut rtt[0], 0.99),
+        );
+        for (i, (name, _)) in paths.iter().enumerate() {
+            let (p50, p99) = (
+                common::pct(&mut rtt[i], 0.50),
+                common::pct(&mut rtt[i], 0.99),
+            );
+            let cpu = match *name {
+                "bulwark" => format!("{:.0}", cpu / (rate * secs) as f64),
+                _ => String::new(),
+            };
             println!(
                 "| {name} | {rate} | {p50:.0} | {p99:.0} | {:.0} | {:.0} | {cpu} |",
                 p50 - d50,
                 p99 - d99
             );
         }
-        throughput.push((name, closed_loop(addr, &sid, 3.0)));
     }
+    let throughput: Vec<(&str, f64)> = paths
+        .iter()
+        .zip(&sids)
+        .map(|((name, addr), sid)| (*name, closed_loop(addr, sid, 3.0)))
+        .collect();
     println!();
     println!("| path | max calls/s ({WORKERS} connections, closed loop) |");
     println!("|---|---:|");

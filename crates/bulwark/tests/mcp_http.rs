@@ -1697,6 +1697,8 @@ fn an_https_upstream_is_reached_through_tls_and_an_untrusted_certificate_is_refu
     );
     let url = format!("https://127.0.0.1:{}/mcp", port.trim());
     let args = ["--upstream-url", url.as_str(), "--upstream-allow-internal"];
+    // By name: resolved by the gateway, and the name checked against the certificate.
+    let named = format!("https://localhost:{}/mcp", port.trim());
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}});
 
@@ -1719,15 +1721,21 @@ fn an_https_upstream_is_reached_through_tls_and_an_untrusted_certificate_is_refu
         "{answer}"
     );
 
-    // Trusted (SSL_CERT_FILE names the CA): calls go through, several on kept-alive
-    // connections.
+    // Trusted (SSL_CERT_FILE names the CA): calls go through, on kept-alive connections.
     let ca = certs.join("ca.pem");
     let gw = HttpGateway::start_env(
         &state,
-        &args,
+        &["--upstream-url", named.as_str(), "--upstream-allow-internal"],
         &[],
         &[("SSL_CERT_FILE", ca.to_str().unwrap())],
     );
+    let connections = || {
+        std::fs::read_to_string(state.join("tls.port.connections"))
+            .ok()
+            .and_then(|n| n.trim().parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    let before = connections();
     let a = gw.addr.as_str();
     let sid = initialize(a);
     let s = ("Mcp-Session-Id", sid.as_str());
@@ -1742,6 +1750,10 @@ fn an_https_upstream_is_reached_through_tls_and_an_untrusted_certificate_is_refu
             .unwrap_or_default();
         assert!(text.contains(&format!("over TLS {i}")), "{answer}");
     }
+    // Initialize, its notification, the session's GET stream and five calls: eight
+    // requests, on at most three connections (the stream keeps one).
+    let used = connections() - before;
+    assert!((1..=3).contains(&used), "{used} connections for eight requests");
 }
 
 #[test]

@@ -1,10 +1,12 @@
 """A TLS front for a plain-HTTP server: what an operator puts before an MCP server to serve
 it as https://. Terminates TLS with the given certificate on a free loopback port and
 relays the bytes of each connection to 127.0.0.1:UPSTREAM_PORT. Writes its port to
-PORT_FILE once it listens.
+PORT_FILE once it listens, and the number of connections it has accepted to
+PORT_FILE.connections as they come.
 
     python tls_front.py CERT KEY UPSTREAM_PORT PORT_FILE
 """
+import os
 import socket
 import ssl
 import sys
@@ -54,10 +56,14 @@ def main():
     listener.listen(64)
     with open(port_file + ".tmp", "w") as f:
         f.write(str(listener.getsockname()[1]))
-    import os
     os.replace(port_file + ".tmp", port_file)
+    accepted = 0
     while True:
         conn, _ = listener.accept()
+        accepted += 1
+        with open(port_file + ".connections.tmp", "w") as f:
+            f.write(str(accepted))
+        os.replace(port_file + ".connections.tmp", port_file + ".connections")
         threading.Thread(target=serve, args=(conn, context, int(upstream_port)),
                          daemon=True).start()
 

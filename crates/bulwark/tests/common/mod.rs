@@ -174,7 +174,7 @@ pub fn mcp_listen_everything(state: &Path, policy: &Path) -> (Peer, String) {
 }
 
 /// A certificate authority made for a test and a server certificate it signed for
-/// 127.0.0.1, in `dir`: `ca.pem`, `server.pem` and `server.key`. Readable by all, since
+/// 127.0.0.1 and localhost, in `dir`: `ca.pem`, `server.pem` and `server.key`. Readable by all, since
 /// Mosquitto started as root drops to its own user before reading the key.
 pub fn test_certificates(dir: &Path) {
     let ssl = |args: &[&str]| {
@@ -220,7 +220,7 @@ pub fn test_certificates(dir: &Path) {
         "/CN=127.0.0.1",
     ]);
     ssl(&csr);
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
     ssl(&[
         "x509",
         "-req",
