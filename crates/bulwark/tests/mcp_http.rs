@@ -1725,7 +1725,11 @@ fn an_https_upstream_is_reached_through_tls_and_an_untrusted_certificate_is_refu
     let ca = certs.join("ca.pem");
     let gw = HttpGateway::start_env(
         &state,
-        &["--upstream-url", named.as_str(), "--upstream-allow-internal"],
+        &[
+            "--upstream-url",
+            named.as_str(),
+            "--upstream-allow-internal",
+        ],
         &[],
         &[("SSL_CERT_FILE", ca.to_str().unwrap())],
     );
@@ -1753,7 +1757,10 @@ fn an_https_upstream_is_reached_through_tls_and_an_untrusted_certificate_is_refu
     // Initialize, its notification, the session's GET stream and five calls: eight
     // requests, on at most three connections (the stream keeps one).
     let used = connections() - before;
-    assert!((1..=3).contains(&used), "{used} connections for eight requests");
+    assert!(
+        (1..=3).contains(&used),
+        "{used} connections for eight requests"
+    );
 }
 
 #[test]

@@ -220,7 +220,11 @@ pub fn test_certificates(dir: &Path) {
         "/CN=127.0.0.1",
     ]);
     ssl(&csr);
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
+    std::fs::write(
+        dir.join("san.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .unwrap();
     ssl(&[
         "x509",
         "-req",
