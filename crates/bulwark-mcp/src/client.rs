@@ -88,6 +88,24 @@ pub enum ClientError {
     Timeout(Duration),
 }
 
+impl ClientError {
+    /// The error with its causes (a refused connection, a TLS alert), for a message to the
+    /// client. Never the URL: it may carry credentials.
+    pub fn describe(&self) -> String {
+        let mut why = self.to_string();
+        // The other variants' messages already name their cause.
+        if let ClientError::Http(h) = self {
+            let mut cause = std::error::Error::source(h);
+            while let Some(c) = cause {
+                why.push_str(": ");
+                why.push_str(&c.to_string());
+                cause = c.source();
+            }
+        }
+        why
+    }
+}
+
 /// Whether an address may be connected to.
 pub(crate) fn allowed(ip: std::net::IpAddr, allow_internal: bool) -> Result<(), HostClass> {
     let class = bulwark_net::class::classify_ip(ip);

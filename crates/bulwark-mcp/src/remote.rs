@@ -371,7 +371,7 @@ impl Remote {
                 jsonrpc::to_bytes(msg).into(),
             )
             .await
-            .map_err(|e| describe(&e))?;
+            .map_err(|e| e.describe())?;
         let status = resp.status;
         let body = if resp.is_events() {
             ExchangeBody::Events {
@@ -384,21 +384,6 @@ impl Remote {
         };
         Ok(Exchange { status, body })
     }
-}
-
-/// An HTTP client error with its causes (refused address, connection refused, TLS). Never
-/// the URL: it may carry credentials.
-fn describe(e: &ClientError) -> String {
-    let mut why = e.to_string();
-    if let ClientError::Http(h) = e {
-        let mut cause = std::error::Error::source(h);
-        while let Some(c) = cause {
-            why.push_str(": ");
-            why.push_str(&c.to_string());
-            cause = c.source();
-        }
-    }
-    why
 }
 
 /// The path and query of `url`, as a request target.
@@ -479,11 +464,12 @@ impl Upstream {
         let sent = self
             .send(Method::POST, headers, jsonrpc::to_bytes(&msg))
             .await;
+        // Not kept while the answer is read: a slow tool would hold its arguments.
         drop(msg);
         let resp = match sent {
             Ok(r) => r,
             Err(e) => {
-                let why = describe(&e);
+                let why = e.describe();
                 return self
                     .fail(
                         id.as_ref(),
@@ -747,7 +733,7 @@ async fn legacy_sse(
                 from_core,
                 lines,
                 log,
-                &format!("the upstream SSE stream cannot be opened: {}", describe(&e)),
+                &format!("the upstream SSE stream cannot be opened: {}", e.describe()),
             )
             .await;
         }
@@ -884,7 +870,7 @@ async fn legacy_sse(
                     Err(e) => {
                         fail(format!(
                             "the upstream server cannot be reached: {}",
-                            describe(&e)
+                            e.describe()
                         ))
                         .await
                     }
