@@ -5,6 +5,7 @@
 //! bound. Recency is tracked by a logical tick, not the clock, so eviction order does not
 //! depend on what time the front passes in.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
@@ -31,18 +32,28 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
     }
 
     /// The entry for `key`, marking it recently used.
-    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+    pub fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.tick += 1;
         let tick = self.tick;
         let (v, t) = self.entries.get_mut(key)?;
-        self.order.remove(t);
+        // The key moves to its new place in the order: no copy of it is made.
+        if let Some(k) = self.order.remove(t) {
+            self.order.insert(tick, k);
+        }
         *t = tick;
-        self.order.insert(tick, key.clone());
         Some(v)
     }
 
     /// The entry for `key` without touching its recency.
-    pub fn peek(&self, key: &K) -> Option<&V> {
+    pub fn peek<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.entries.get(key).map(|(v, _)| v)
     }
 
@@ -58,13 +69,15 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
             self.entries.remove(&oldest);
             self.evicted += 1;
         }
+        let order = &mut self.order;
         let slot = self
             .entries
             .entry(key.clone())
             .or_insert_with(|| (make(), tick));
-        self.order.remove(&slot.1);
+        // A key already held moves to its new place in the order; only a new one is copied.
+        let k = order.remove(&slot.1).unwrap_or_else(|| key.clone());
         slot.1 = tick;
-        self.order.insert(tick, key.clone());
+        order.insert(tick, k);
         &mut slot.0
     }
 
@@ -92,7 +105,11 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
     }
 
     /// Removes `key`.
-    pub fn remove(&mut self, key: &K) -> Option<V> {
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let (v, t) = self.entries.remove(key)?;
         self.order.remove(&t);
         Some(v)

@@ -75,7 +75,7 @@ impl Engine {
     /// An engine for `policy` with the built-in content scanner (`bulwark-scan`).
     pub fn new(policy: Policy) -> Engine {
         let scanner: Arc<dyn ContentScanner> = match bulwark_scan::Scanner::new() {
-            Ok(s) => Arc::new(scanner::BuiltinScanner(
+            Ok(s) => Arc::new(scanner::BuiltinScanner::new(
                 s.with_max_bytes(policy.content.max_scan_bytes),
             )),
             // Cannot happen with the tested built-in tables; if it did, fail closed.

@@ -145,7 +145,7 @@ pub struct SessionTable {
 impl SessionTable {
     /// A copy of session `id`, if it is held.
     pub fn export(&self, id: &str) -> Option<Session> {
-        self.map.peek(&id.to_string()).cloned()
+        self.map.peek(id).cloned()
     }
 
     /// Puts a session back (replacing one with the same id), e.g. from a state file.
@@ -165,18 +165,19 @@ impl SessionTable {
 
     /// The session `id`, created fresh if absent or idle too long.
     pub fn get(&mut self, id: &str, now_ms: u64) -> &mut Session {
-        let key = id.to_string();
         let idle = self.idle_ms;
-        let stale = self
+        let held = self
             .map
-            .peek(&key)
-            .is_some_and(|s| now_ms.saturating_sub(s.last_seen_ms) > idle);
+            .peek(id)
+            .map(|s| now_ms.saturating_sub(s.last_seen_ms) > idle);
+        let stale = held == Some(true);
         if stale {
-            self.map.remove(&key);
+            self.map.remove(id);
             self.expired += 1;
         }
+        let key = id.to_string();
         let mut inherited = TaintSet::NONE;
-        if self.map.peek(&key).is_none() {
+        if held != Some(false) {
             if self.map.len() >= self.map.limit()
                 && let Some((old_id, old)) = self.map.pop_oldest()
                 && !old.taint.is_empty()
@@ -203,7 +204,7 @@ impl SessionTable {
 
     /// The session `id` without creating or touching it.
     pub fn peek(&self, id: &str) -> Option<&Session> {
-        self.map.peek(&id.to_string())
+        self.map.peek(id)
     }
 
     /// Drops every session idle longer than the limit; returns how many.
