@@ -13,11 +13,15 @@
 //! work per call (docs/benchmarks.md, session 9). This one serves a single origin, so its
 //! pool is a stack of idle connections.
 //!
-//! Every wait is bounded: connecting by [`CONNECT_TIMEOUT`], the answer's head and each
-//! read of its body by the read timeout given to [`Client::new`].
+//! Every wait is bounded: connecting by [`CONNECT_TIMEOUT`]; the answer's head and each
+//! read of its body by the read timeout given to [`Client::new`]; writing a request that
+//! the server stops reading by [`WRITE_STALL`] (or the read timeout, when shorter).
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -27,6 +31,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::locks::lock;
 use crate::remote::HeaderList;
@@ -46,6 +51,10 @@ const IDLE_FOR: Duration = Duration::from_secs(60);
 /// Its task has only to run once; one that is still busy (writing a request the server
 /// answered without reading) is closed instead.
 const READY_WITHIN: Duration = Duration::from_millis(100);
+
+/// How long writing a request may make no progress (the server not reading it) before the
+/// connection is closed; shorter when the read timeout is.
+pub const WRITE_STALL: Duration = Duration::from_secs(60);
 
 /// Why a request got no answer.
 #[derive(Debug, thiserror::Error)]
@@ -304,6 +313,7 @@ impl Client {
         tokio::time::timeout(CONNECT_TIMEOUT, async {
             // Requests are small and answered at once: Nagle's delay would be pure latency.
             let _ = stream.set_nodelay(true);
+            let stream = WriteDeadline::new(stream, inner.read_timeout.min(WRITE_STALL));
             match &inner.tls {
                 Some((tls, name)) => {
                     let stream = tls.connect(name.clone(), stream).await.map_err(|source| {
@@ -367,6 +377,94 @@ fn basic_auth(url: &url::Url) -> Result<Option<HeaderValue>, String> {
         HeaderValue::from_str(&format!("Basic {encoded}")).map_err(|e| e.to_string())?;
     value.set_sensitive(true);
     Ok(Some(value))
+}
+
+/// A stream whose writes may stall for at most `limit` at a time.
+///
+/// hyper writes a request's body from the connection's own task. A server that answers
+/// without reading the body (or never answers) and keeps the connection open would hold
+/// that task, the socket and the rest of the body for ever once the caller has given up;
+/// a write that makes no progress for `limit` fails instead, and the connection closes.
+struct WriteDeadline<S> {
+    inner: S,
+    limit: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> WriteDeadline<S> {
+    fn new(inner: S, limit: Duration) -> Self {
+        WriteDeadline {
+            inner,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// `poll` (a write or a flush) with the stall deadline around it.
+    fn bounded<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: impl FnOnce(Pin<&mut S>, &mut Context<'_>) -> Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>>
+    where
+        S: Unpin,
+    {
+        if let Poll::Ready(r) = poll(Pin::new(&mut self.inner), cx) {
+            self.stalled = None;
+            return Poll::Ready(r);
+        }
+        let limit = self.limit;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the server read nothing for {} s", limit.as_secs()),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WriteDeadline<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.bounded(cx, |s, cx| s.poll_write(cx, buf))
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.bounded(cx, |s, cx| s.poll_write_vectored(cx, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.bounded(cx, |s, cx| s.poll_flush(cx))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.bounded(cx, |s, cx| s.poll_shutdown(cx))
+    }
 }
 
 /// An answer: its status and headers, and its body to read.
@@ -606,6 +704,60 @@ mod tests {
         assert!(
             !heads[1].to_lowercase().contains("authorization"),
             "{heads:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_answers_without_reading_the_body_does_not_hold_the_connection() {
+        const BODY: usize = 64 << 20;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url =
+            url::Url::parse(&format!("http://{}/mcp", listener.local_addr().unwrap())).unwrap();
+        let (seen, outcome) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                s.read_exact(&mut byte).await.unwrap();
+                head.push(byte[0]);
+            }
+            s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+                .await
+                .unwrap();
+            // Reads nothing for a while, keeping the connection open; then drains it.
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let mut read = 0usize;
+            let mut chunk = vec![0u8; 1 << 16];
+            let ended = tokio::time::timeout(Duration::from_secs(10), async {
+                loop {
+                    match s.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => read += n,
+                    }
+                }
+            })
+            .await
+            .is_ok();
+            let _ = seen.send((ended, read));
+        });
+        let (c, target) = client(&url, Duration::from_millis(300));
+        let answer = c
+            .send(
+                Method::POST,
+                &target,
+                Vec::new(),
+                Bytes::from(vec![b' '; BODY]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(read_all(answer.body).await.unwrap(), b"{}");
+        let (ended, read) = outcome.await.unwrap();
+        assert!(ended, "the client kept the connection open");
+        assert!(
+            read < BODY,
+            "the whole body went, {read} bytes: nothing gave up"
         );
     }
 }
