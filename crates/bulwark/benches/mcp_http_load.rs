@@ -3,7 +3,7 @@
 //!
 //! Drives `tools/call` at fixed rates (open loop: calls are issued on schedule whether or
 //! not earlier ones were answered, over a pool of keep-alive connections) against the same
-//! HTTP upstream three ways, in one run, in alternating one-second rounds so that each
+//! HTTP upstream three ways, in one run, in alternating half-second rounds so that each
 //! path meets the same moments of a shared machine:
 //!
 //! - **direct**: the client talks to the upstream;
@@ -22,7 +22,7 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::channel;
+use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -218,55 +218,77 @@ fn session(addr: &str) -> String {
 
 const WORKERS: usize = 24;
 
-/// Calls at `rate` per second for `n` calls over `WORKERS` connections; round trips in µs,
-/// measured from when each call was due.
-fn open_loop(addr: &str, sid: &str, n: u64, rate: u64, tag: u64) -> Vec<f64> {
-    let (jobs_tx, jobs_rx) = channel::<(u64, Instant)>();
-    let jobs = Arc::new(Mutex::new(jobs_rx));
-    let (done_tx, done_rx) = channel::<f64>();
-    let mut handles = Vec::new();
-    for _ in 0..WORKERS {
-        let (jobs, done, addr, sid) = (
-            Arc::clone(&jobs),
-            done_tx.clone(),
-            addr.to_string(),
-            sid.to_string(),
-        );
-        handles.push(std::thread::spawn(move || {
-            let mut c = Conn::open(&addr);
-            loop {
-                let job = jobs.lock().unwrap().recv();
-                let Ok((id, due)) = job else { break };
-                let message = format!(
-                    "Summarise the open pull requests for the payments service and list the ones \
-                     waiting for review longer than three days, with their authors. (request {tag}-{id})"
-                );
-                let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"message":message}}});
-                let (code, _, body) = c.post(Some(&sid), &call.to_string());
-                assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
-                let v: Value = serde_json::from_slice(&body).unwrap();
-                assert!(v.get("result").is_some(), "{v}");
-                done.send(due.elapsed().as_secs_f64() * 1e6).unwrap();
-            }
-        }));
-    }
-    drop(done_tx);
-    let start = Instant::now();
-    for i in 0..n {
-        let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
-        let now = Instant::now();
-        if due > now {
-            std::thread::sleep(due - now);
+/// One call to run: its id, when it was due, its tag, and where its round trip goes.
+type Job = (u64, Instant, u64, Sender<f64>);
+
+/// `WORKERS` threads, each with its own kept-alive connection to one path, for the whole
+/// run: a round then costs no connection set-up, on any path.
+struct Workers {
+    jobs: Option<Sender<Job>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    fn new(addr: &str, sid: &str) -> Workers {
+        let (jobs_tx, jobs_rx) = channel::<Job>();
+        let jobs = Arc::new(Mutex::new(jobs_rx));
+        let handles = (0..WORKERS)
+            .map(|_| {
+                let (jobs, addr, sid) = (Arc::clone(&jobs), addr.to_string(), sid.to_string());
+                std::thread::spawn(move || {
+                    let mut c = Conn::open(&addr);
+                    loop {
+                        let job = jobs.lock().unwrap().recv();
+                        let Ok((id, due, tag, done)) = job else { break };
+                        let message = format!(
+                            "Summarise the open pull requests for the payments service and list the ones \
+                             waiting for review longer than three days, with their authors. (request {tag}-{id})"
+                        );
+                        let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"message":message}}});
+                        let (code, _, body) = c.post(Some(&sid), &call.to_string());
+                        assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+                        let v: Value = serde_json::from_slice(&body).unwrap();
+                        assert!(v.get("result").is_some(), "{v}");
+                        done.send(due.elapsed().as_secs_f64() * 1e6).unwrap();
+                    }
+                })
+            })
+            .collect();
+        Workers {
+            jobs: Some(jobs_tx),
+            handles,
         }
-        jobs_tx.send((i + 2, due)).unwrap();
     }
-    drop(jobs_tx);
-    let rtt: Vec<f64> = done_rx.iter().collect();
-    for h in handles {
-        h.join().unwrap();
+
+    /// Calls at `rate` per second, `n` of them; round trips in µs, measured from when each
+    /// call was due (open loop: calls are issued on schedule whether or not earlier ones
+    /// were answered).
+    fn open_loop(&self, n: u64, rate: u64, tag: u64) -> Vec<f64> {
+        let jobs = self.jobs.as_ref().unwrap();
+        let (done_tx, done_rx) = channel::<f64>();
+        let start = Instant::now();
+        for i in 0..n {
+            let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+            jobs.send((i + 2, due, tag, done_tx.clone())).unwrap();
+        }
+        drop(done_tx);
+        let rtt: Vec<f64> = done_rx.iter().collect();
+        assert_eq!(rtt.len() as u64, n);
+        rtt
     }
-    assert_eq!(rtt.len() as u64, n);
-    rtt
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
 }
 
 /// Calls per second with `WORKERS` connections each sending its next call as soon as the last
@@ -347,20 +369,27 @@ fn main() {
     let idle = common::rss_mb(gw.0.id());
 
     let rates = [1000u64, 3000];
-    let secs = 4u64;
-    // Each rate's seconds are cut into rounds that visit the paths in turn, so that every
-    // path samples the same moments of a shared, noisy machine: "added" then compares like
-    // with like instead of one path's quiet second with another's busy one.
-    let rounds = 4u64;
+    let secs = 12u64;
+    // Each rate's seconds are cut into half-second rounds that visit the paths in turn, so
+    // that every path samples the same stretch of a shared, noisy machine: "added" then
+    // compares like with like instead of one path's quiet second with another's busy one.
+    // A stall of the machine (tens of ms, a few a minute here) lands on whichever path is
+    // running; twelve seconds a path spread them evenly enough for the p99 to settle.
+    let rounds = 24u64;
     let paths = [
         ("direct", up_addr.as_str()),
         ("tcp relay", relay_addr.as_str()),
         ("bulwark", bulwark_addr.as_str()),
     ];
     let sids: Vec<String> = paths.iter().map(|(_, addr)| session(addr)).collect();
-    for ((_, addr), sid) in paths.iter().zip(&sids) {
+    let workers: Vec<Workers> = paths
+        .iter()
+        .zip(&sids)
+        .map(|((_, addr), sid)| Workers::new(addr, sid))
+        .collect();
+    for w in &workers {
         // Warm up the path.
-        open_loop(addr, sid, 2000, 2000, 0);
+        w.open_loop(2000, 2000, 0);
     }
     println!(
         "| path | rate (calls/s) | p50 µs | p99 µs | p50 added µs | p99 added µs | gateway CPU µs/call |"
@@ -370,10 +399,10 @@ fn main() {
         let mut rtt: Vec<Vec<f64>> = vec![Vec::new(); paths.len()];
         let mut cpu = 0.0;
         for round in 0..rounds {
-            for (i, ((name, addr), sid)) in paths.iter().zip(&sids).enumerate() {
+            for (i, ((name, _), w)) in paths.iter().zip(&workers).enumerate() {
                 let cpu0 = cpu_us(gw.0.id());
                 let tag = (k as u64 + 1) * 100 + round;
-                rtt[i].extend(open_loop(addr, sid, rate * secs / rounds, rate, tag));
+                rtt[i].extend(w.open_loop(rate * secs / rounds, rate, tag));
                 if *name == "bulwark" {
                     cpu += cpu_us(gw.0.id()) - cpu0;
                 }
@@ -399,6 +428,7 @@ fn main() {
             );
         }
     }
+    drop(workers);
     let throughput: Vec<(&str, f64)> = paths
         .iter()
         .zip(&sids)
