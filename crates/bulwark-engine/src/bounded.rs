@@ -74,7 +74,8 @@ impl<K: Hash + Eq + Clone, V> BoundedMap<K, V> {
             .entries
             .entry(key.clone())
             .or_insert_with(|| (make(), tick));
-        // A key already held moves to its new place in the order; only a new one is copied.
+        // A key already held moves to its new place in the order, where a second copy of it
+        // used to be made.
         let k = order.remove(&slot.1).unwrap_or_else(|| key.clone());
         slot.1 = tick;
         order.insert(tick, k);

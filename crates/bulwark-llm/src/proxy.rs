@@ -384,7 +384,7 @@ impl Proxy {
         {
             // A chain this proxy did not see (another route, or before a restart) may
             // have read anything.
-            let inherited = lock(&self.responses).peek(&prev.to_string()).copied();
+            let inherited = lock(&self.responses).peek(prev).copied();
             judge.inherit(inherited.unwrap_or_else(|| {
                 [Taint::PrivateData, Taint::UntrustedInput]
                     .into_iter()

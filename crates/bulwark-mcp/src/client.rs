@@ -53,8 +53,10 @@ const IDLE_FOR: Duration = Duration::from_secs(60);
 const READY_WITHIN: Duration = Duration::from_millis(100);
 
 /// How long writing a request may make no progress (the server not reading it) before the
-/// connection is closed; shorter when the read timeout is.
-pub const WRITE_STALL: Duration = Duration::from_secs(60);
+/// connection is closed; shorter when the read timeout is. As long as a call may wait by
+/// default (`mcp.request_timeout_secs`): a server that reads nothing for longer is not
+/// going to answer in time either.
+pub const WRITE_STALL: Duration = Duration::from_secs(300);
 
 /// Why a request got no answer.
 #[derive(Debug, thiserror::Error)]
@@ -388,7 +390,9 @@ fn basic_auth(url: &url::Url) -> Result<Option<HeaderValue>, String> {
 struct WriteDeadline<S> {
     inner: S,
     limit: Duration,
-    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The deadline of the current stall; made once, re-armed for each stall.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    stalled: bool,
 }
 
 impl<S> WriteDeadline<S> {
@@ -396,7 +400,8 @@ impl<S> WriteDeadline<S> {
         WriteDeadline {
             inner,
             limit,
-            stalled: None,
+            timer: None,
+            stalled: false,
         }
     }
 
@@ -410,17 +415,22 @@ impl<S> WriteDeadline<S> {
         S: Unpin,
     {
         if let Poll::Ready(r) = poll(Pin::new(&mut self.inner), cx) {
-            self.stalled = None;
+            self.stalled = false;
             return Poll::Ready(r);
         }
         let limit = self.limit;
-        let stalled = self
-            .stalled
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
-        match stalled.as_mut().poll(cx) {
+        let deadline = tokio::time::Instant::now() + limit;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if !self.stalled {
+            timer.as_mut().reset(deadline);
+            self.stalled = true;
+        }
+        match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
-                format!("the server read nothing for {} s", limit.as_secs()),
+                format!("the server read nothing for {limit:?}"),
             ))),
             Poll::Pending => Poll::Pending,
         }

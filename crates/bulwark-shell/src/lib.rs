@@ -88,9 +88,12 @@ pub fn looks_like_command(text: &str) -> bool {
     }
     let first = t.split_whitespace().next().unwrap_or("");
     let local = first.starts_with("./") || first.starts_with('/') && first.len() > 1;
-    let name = programs::name_of(first);
     // Capitalised words open sentences, not commands: ruled out before the program lists.
-    if !local && (first.chars().any(|c| c.is_ascii_uppercase()) || !programs::is_known(&name)) {
+    if !local && first.chars().any(|c| c.is_ascii_uppercase()) {
+        return false;
+    }
+    let name = programs::name_of(first);
+    if !local && !programs::is_known(&name) {
         return false;
     }
     let rest = &t[first.len()..];
