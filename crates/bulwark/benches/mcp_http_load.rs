@@ -268,11 +268,7 @@ impl Workers {
         let (done_tx, done_rx) = channel::<f64>();
         let start = Instant::now();
         for i in 0..n {
-            let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
-            }
+            let due = common::wait_due(start, i, rate);
             jobs.send((i + 2, due, tag, done_tx.clone())).unwrap();
         }
         drop(done_tx);

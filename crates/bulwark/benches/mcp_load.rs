@@ -136,11 +136,7 @@ impl Upstream {
         let mut sent = Vec::with_capacity(n as usize);
         let start = Instant::now();
         for i in 0..n {
-            let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
-            }
+            common::wait_due(start, i, rate);
             let id = first_id + i;
             // A distinct message per call, as real traffic has; identical calls would (rightly)
             // trip the loop guard.

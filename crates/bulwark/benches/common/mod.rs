@@ -1,8 +1,22 @@
 //! What the MCP load harnesses share: the upstream's one tool, `echo`, the gateway's
 //! state directory and policy, and how a run is measured (percentiles, a process's resident
-//! memory).
+//! memory), and the schedule an open-loop run keeps.
+
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+/// Sleeps until call `i` of a schedule of `rate` calls per second from `start` is due, and
+/// returns when that was, for a harness that counts latency from the schedule (so that a
+/// send delayed by a busy path counts against that path).
+pub fn wait_due(start: Instant, i: u64, rate: u64) -> Instant {
+    let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
+    let now = Instant::now();
+    if due > now {
+        std::thread::sleep(due - now);
+    }
+    due
+}
 
 /// The result an echo MCP server gives for request `msg`.
 pub fn echo_result(msg: &Value) -> Value {
