@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::service::Evaluator;
+use bulwark_gate::{Gate, Person};
 
 /// Largest hook input read.
 pub const MAX_INPUT: usize = 16 << 20;
@@ -332,11 +332,17 @@ impl SessionFiles {
 
     /// Decides `call` with its session read from, and written back to, its file, holding
     /// the session's lock throughout so concurrent hooks of one session take turns.
-    pub fn decide(&self, evaluator: &Evaluator, call: &Call) -> Result<Decision, HookError> {
-        let idle = evaluator.policy().policy().limits.session_idle_ms;
+    pub fn decide(&self, gate: &Gate, call: &Call) -> Result<Decision, HookError> {
+        let idle = gate.engine().policy().limits.session_idle_ms;
         self.with_session(&call.session, idle, |snapshot, now| {
-            let (d, after) = evaluator.evaluate_with_session(call, snapshot, now);
-            (d, after)
+            let store = gate.store();
+            if let Some(s) = snapshot {
+                let _ = store.import_session(&call.session, s);
+            }
+            // The agent asks its user about `approve`: the hook answers `ask`.
+            let d = gate.call(call).at(now).person(Person::Caller).decide();
+            let after = store.export_session(&call.session).ok().flatten();
+            (d.decision, after)
         })
     }
 
@@ -351,11 +357,11 @@ impl SessionFiles {
         idle_ms: u64,
     ) -> Result<Decision, HookError> {
         self.with_session(&call.session, idle_ms, |snapshot, now| {
-            let known = snapshot.as_ref().map(|s| s.taint).unwrap_or_default();
+            let known = snapshot.as_ref().map(Session::taint).unwrap_or_default();
             match via_daemon(socket, call, known) {
                 Ok(d) => {
                     let mut s = snapshot.unwrap_or_default();
-                    s.taint = s.taint.union(d.taint);
+                    s.add_taint(d.taint);
                     s.last_seen_ms = now;
                     (Ok(d), Some(s))
                 }
@@ -424,12 +430,16 @@ impl SessionFiles {
                     "bulwark hook: {}: {why}; treating the session as tainted",
                     path.display()
                 );
-                let mut s = Session {
-                    last_seen_ms: now,
-                    ..Session::default()
-                };
-                s.taint.insert(bulwark_engine::Taint::PrivateData);
-                s.taint.insert(bulwark_engine::Taint::UntrustedInput);
+                let mut s = Session::default();
+                s.last_seen_ms = now;
+                s.add_taint(
+                    [
+                        bulwark_engine::Taint::PrivateData,
+                        bulwark_engine::Taint::UntrustedInput,
+                    ]
+                    .into_iter()
+                    .collect(),
+                );
                 Some(s)
             }
         };

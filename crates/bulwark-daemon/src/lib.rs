@@ -1,12 +1,13 @@
 //! Bulwark's local evaluator: the engine for an agent runtime on the same machine.
 //!
-//! Three ways in, one [`service::Evaluator`] behind them:
+//! Three ways in, one gate ([`bulwark_gate::Gate`]) behind them:
 //!
 //! - **`bulwark daemon`** ([`server`]): DefenseClaw's `evaluate` JSON-RPC 2.0 over a Unix
 //!   socket, one request per line, many concurrent clients, the peer's kernel credentials
-//!   checked ([`evaluate`] maps seed 000's parameters and verdicts; [`rpc`] frames);
-//! - **`libbulwark`**: the same evaluator in-process behind a C ABI (the `libbulwark`
-//!   crate wraps [`service::Evaluator::evaluate_line`]);
+//!   checked ([`evaluate`] maps seed 000's parameters and verdicts; [`rpc`] frames;
+//!   [`service`] answers one line);
+//! - **`libbulwark`**: the same decisions in-process behind a C ABI (the `libbulwark`
+//!   crate wraps [`bulwark_gate::Gate::decide_line`]);
 //! - **agent hooks** ([`hook`]): Claude Code's `PreToolUse` / `PostToolUse` protocol, with
 //!   session state kept by a running daemon or in a locked file per session.
 //!

@@ -157,8 +157,8 @@ async fn connection(stream: UnixStream, service: &Service, limits: &Limits) {
         pid: cred.and_then(|c| c.pid()),
     };
     let listed = service
-        .evaluator
-        .policy()
+        .gate()
+        .engine()
         .policy()
         .identities
         .unix_uids

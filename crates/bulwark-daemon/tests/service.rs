@@ -585,8 +585,14 @@ fn every_decision_reaches_the_audit_log_and_it_verifies() {
     )
     .unwrap();
     assert!(report.closed);
-    // After the log is closed, nothing is decided unrecorded.
-    let (code, msg) = error(&s, &evaluate("call_api", json!({"destination": "1.1.1.1"})));
-    assert_eq!(code, -32603, "{msg}");
-    assert!(msg.contains("audit"), "{msg}");
+    // After the log is closed, nothing is let through unrecorded: the call is refused, as
+    // at every front (the gate's one answer to an audit failure).
+    let r = result(&s, &evaluate("call_api", json!({"destination": "1.1.1.1"})));
+    assert_eq!(r["verdict"], "BLOCK", "{r}");
+    assert!(r["message"].as_str().unwrap().contains("audit log"), "{r}");
+    let d = result(
+        &s,
+        r#"{"jsonrpc":"2.0","id":2,"method":"check","params":{"tool":"bash","session":"s7","args":{"command":"ls"}}}"#,
+    );
+    assert_eq!(d["decision"], "block", "{d}");
 }

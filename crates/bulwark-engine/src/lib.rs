@@ -38,7 +38,6 @@ pub mod pipeline;
 pub mod scanner;
 pub mod schema_check;
 pub mod session;
-pub mod shared;
 pub mod stages;
 pub mod state;
 pub mod time;
@@ -53,15 +52,15 @@ pub use bulwark_policy::{
 };
 pub use call::{Call, Definition, Direction, Principal, Profile, ToolRef};
 pub use decision::{Decision, EscalationMode, Finding};
-pub use escalation::Escalator;
-pub use pipeline::{Observer, Outcome, Quiet};
+pub use escalation::{Escalator, FleetTarget};
+pub use pipeline::{FleetAnswer, Observer, Outcome, Pass, Quiet};
 pub use scanner::{
     BuiltinScanner, ContentFinding, ContentScanner, NoScanner, ScanInput, ScanOutput,
 };
-pub use shared::SharedEngine;
+pub use session::Session;
 pub use stages::Stage;
 pub use stages::approval::call_digest;
-pub use state::State;
+pub use state::{State, Tables};
 pub use time::Now;
 
 /// The engine: a compiled policy and a content scanner. Cheap to clone; share it freely.
@@ -103,13 +102,30 @@ impl Engine {
         state: &mut State,
         now: Now,
         observer: &mut dyn Observer,
-        pass: pipeline::Pass,
+        pass: Pass,
+    ) -> Decision {
+        let env = state.env(&call.session, now.mono_ms);
+        self.decide(call, env.session, env.tables, now, observer, pass)
+    }
+
+    /// Decides one call with its session and the tables sessions share kept wherever the
+    /// caller keeps them (a sharded store, another process): what a front that decides
+    /// from many threads calls. `session` must be the call's own ([`Call::session`]).
+    pub fn decide(
+        &self,
+        call: &Call,
+        session: &mut Session,
+        tables: &mut dyn Tables,
+        now: Now,
+        observer: &mut dyn Observer,
+        pass: Pass,
     ) -> Decision {
         pipeline::run(
             &self.policy,
             self.scanner.as_ref(),
             call,
-            state,
+            session,
+            tables,
             now,
             observer,
             pass,
@@ -119,7 +135,7 @@ impl Engine {
     /// Decides one call. `state` is updated (sessions, buckets, pins, …); `now` is the
     /// front's monotonic clock.
     pub fn evaluate(&self, call: &Call, state: &mut State, now: Now) -> Decision {
-        self.run(call, state, now, &mut Quiet, pipeline::Pass::default())
+        self.run(call, state, now, &mut Quiet, Pass::default())
     }
 
     /// Decides a tool result that has already reached the agent — one in an LLM request's
@@ -143,9 +159,9 @@ impl Engine {
             state,
             now,
             &mut Quiet,
-            pipeline::Pass {
+            Pass {
                 delivered: true,
-                ..pipeline::Pass::default()
+                ..Pass::default()
             },
         )
     }
@@ -154,7 +170,7 @@ impl Engine {
     /// `verdict`, `first` being the decision that escalated it: stage 12 takes `verdict` as
     /// if cached, nothing the first decision already charged (rate tokens, burst hits) is
     /// charged twice, and an approval it used still stands. Caching the verdict for later
-    /// calls is the front's business ([`State::verdicts`]), so a TTL of 0 answers this call
+    /// calls is the front's business ([`State::cache_verdict`]), so a TTL of 0 answers this call
     /// without ever being visible to another. Only a first decision that was not let
     /// through should be decided again: one that was has committed its session state.
     pub fn evaluate_answered(
@@ -165,19 +181,7 @@ impl Engine {
         first: &Decision,
         verdict: Verdict,
     ) -> Decision {
-        self.run(
-            call,
-            state,
-            now,
-            &mut Quiet,
-            pipeline::Pass {
-                delivered: false,
-                fleet_answer: Some(pipeline::FleetAnswer {
-                    verdict,
-                    approved: first.approved,
-                }),
-            },
-        )
+        self.run(call, state, now, &mut Quiet, Pass::answered(first, verdict))
     }
 
     /// Decides one call, reporting each stage to `observer` (for `policy explain`).
@@ -188,6 +192,6 @@ impl Engine {
         now: Now,
         observer: &mut dyn Observer,
     ) -> Decision {
-        self.run(call, state, now, observer, pipeline::Pass::default())
+        self.run(call, state, now, observer, Pass::default())
     }
 }

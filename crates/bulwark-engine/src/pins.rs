@@ -1,6 +1,8 @@
 //! Trust-on-first-use pins of tool definitions (seed 003): the first definition a server
 //! lists for a tool is pinned; a different one later is a rug pull and the tool is withheld.
 
+use std::sync::Arc;
+
 use bulwark_policy::ReasonCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -44,7 +46,7 @@ pub struct PinRecord {
 /// Pins by `(server, lower-cased tool name)`.
 #[derive(Debug)]
 pub struct Pins {
-    map: BoundedMap<(String, String), Pin>,
+    map: BoundedMap<(String, String), Arc<Pin>>,
 }
 
 impl Pins {
@@ -61,7 +63,32 @@ impl Pins {
 
     /// The pin for a tool on a server.
     pub fn get(&self, server: Option<&str>, tool: &str) -> Option<&Pin> {
-        self.map.peek(&Self::key(server, tool))
+        self.map.peek(&Self::key(server, tool)).map(|p| &**p)
+    }
+
+    /// The pin for a tool on a server, shared (a store hands it to a decision without
+    /// holding its lock, or copying the schema).
+    pub fn get_shared(&self, server: Option<&str>, tool: &str) -> Option<Arc<Pin>> {
+        self.map.peek(&Self::key(server, tool)).cloned()
+    }
+
+    /// What a definition that went through changes: a tool with no pin is pinned to it;
+    /// a pin with the same digest and no schema learns this one's.
+    pub fn on_allowed(&mut self, server: Option<&str>, tool: &str, digest: String, schema: &Value) {
+        match self.get(server, tool) {
+            Some(p) if p.digest == digest => self.learn_schema(server, tool, schema),
+            Some(_) => {}
+            None => self.set(
+                server,
+                tool,
+                Pin {
+                    digest,
+                    input_schema: schema.clone(),
+                    quarantined: None,
+                    offered: None,
+                },
+            ),
+        }
     }
 
     /// Another server that already pinned a tool of this name.
@@ -85,7 +112,7 @@ impl Pins {
     pub fn set(&mut self, server: Option<&str>, tool: &str, pin: Pin) {
         let key = Self::key(server, tool);
         if self.map.peek(&key).is_some() || !self.is_full() {
-            self.map.insert(key, pin);
+            self.map.insert(key, Arc::new(pin));
         }
     }
 
@@ -94,7 +121,7 @@ impl Pins {
         if let Some(pin) = self.map.get_mut(&Self::key(server, tool))
             && pin.input_schema.is_null()
         {
-            pin.input_schema = schema.clone();
+            Arc::make_mut(pin).input_schema = schema.clone();
         }
     }
 
@@ -111,18 +138,19 @@ impl Pins {
         let full = self.is_full();
         match self.map.get_mut(&key) {
             Some(pin) => {
+                let pin = Arc::make_mut(pin);
                 pin.quarantined = Some((code, reason));
                 pin.offered = Some(digest);
             }
             None if full => {}
             None => self.map.insert(
                 key,
-                Pin {
+                Arc::new(Pin {
                     digest: digest.clone(),
                     input_schema: Value::Null,
                     quarantined: Some((code, reason)),
                     offered: Some(digest),
-                },
+                }),
             ),
         }
     }
@@ -137,12 +165,12 @@ impl Pins {
     ) {
         self.map.insert(
             Self::key(server, tool),
-            Pin {
+            Arc::new(Pin {
                 digest,
                 input_schema,
                 quarantined: None,
                 offered: None,
-            },
+            }),
         );
     }
 
@@ -182,12 +210,12 @@ impl Pins {
             });
             self.map.insert(
                 (me.clone(), r.tool.to_lowercase()),
-                Pin {
+                Arc::new(Pin {
                     digest: r.digest.clone(),
                     input_schema: r.input_schema.clone(),
                     quarantined,
                     offered: r.offered.clone(),
-                },
+                }),
             );
         }
     }

@@ -9,8 +9,9 @@ use crate::analysis::catalogue;
 use crate::call::Call;
 use crate::decision::{Decision, EscalationMode, Finding};
 use crate::scanner::ContentScanner;
+use crate::session::Session;
 use crate::stages::{self, Stage};
-use crate::state::{Env, State};
+use crate::state::{Env, Tables};
 use crate::time::Now;
 
 /// Where the engine's knowledge of a tool came from.
@@ -138,6 +139,10 @@ pub struct Ctx<'a> {
     /// `sync_block` escalation: stage 12 uses it instead of the cache, and what the first
     /// pass already charged (rate tokens, burst hits) is not charged again.
     pub fleet_answer: Option<FleetAnswer>,
+    /// The digest of a call a person approved, carried with this decision ([`Pass::approval`]).
+    pub approval: Option<String>,
+    /// The session's taint is not raised by this call ([`Pass::hold_taint`]).
+    pub hold_taint: bool,
 }
 
 /// The fleet's answer to a `sync_block` escalation, for deciding the call again.
@@ -216,22 +221,47 @@ impl Observer for Quiet {
 }
 
 /// How a call is run through the pipeline, beyond the call itself.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Pass {
+#[derive(Clone, Debug, Default)]
+pub struct Pass {
     /// The call's content has already reached the agent (a tool result in an LLM
     /// request's history), so its taint is committed whatever the verdict: blocking it
     /// now cannot take it back.
     pub delivered: bool,
     /// The fleet answered an escalation of this call ([`Ctx::fleet_answer`]).
     pub fleet_answer: Option<FleetAnswer>,
+    /// A person approved the call with this digest ([`crate::call_digest`]): for this
+    /// decision only, it counts as a grant would — it lifts `approve` and waives a taint
+    /// revocation for exactly that call, and the decision says whether it was used
+    /// ([`Decision::approved`]). Nothing is stored, so nothing is left to use up later.
+    pub approval: Option<String>,
+    /// Decide without raising the session's taint: the decision's `taint` says what it
+    /// would be once the call ran. For calls proposed together that cannot see each
+    /// other's results (an LLM answer's parallel tool calls).
+    pub hold_taint: bool,
 }
 
-/// Runs the pipeline.
+impl Pass {
+    /// Deciding again a call whose `sync_block` escalation the fleet answered with
+    /// `verdict`, `first` being the decision that escalated it.
+    pub fn answered(first: &Decision, verdict: Verdict) -> Pass {
+        Pass {
+            fleet_answer: Some(FleetAnswer {
+                verdict,
+                approved: first.approved,
+            }),
+            ..Pass::default()
+        }
+    }
+}
+
+/// Runs the pipeline over one session and the shared tables.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     policy: &Policy,
     scanner: &dyn ContentScanner,
     call: &Call,
-    state: &mut State,
+    session: &mut Session,
+    tables: &mut dyn Tables,
     now: Now,
     observer: &mut dyn Observer,
     pass: Pass,
@@ -269,8 +299,10 @@ pub(crate) fn run(
         note: String::new(),
         observed: observer.wants_notes(),
         fleet_answer: pass.fleet_answer,
+        approval: pass.approval,
+        hold_taint: pass.hold_taint,
     };
-    let mut env = state.env(&call.session, now.mono_ms);
+    let mut env = Env { session, tables };
     for &stage in stages::order(call.direction) {
         observer.before(stage);
         ctx.note.clear();
@@ -291,8 +323,12 @@ fn finish(mut ctx: Ctx<'_>, env: &mut Env<'_>, delivered: bool) -> Decision {
         ctx.outcome.verdict = Verdict::Warn;
     }
     let allowed = ctx.outcome.verdict <= Verdict::Mask;
-    stages::commit(&mut ctx, env, allowed || delivered);
-    let taint = env.session.taint;
+    let committed = allowed || delivered;
+    stages::commit(&mut ctx, env, committed);
+    let mut taint = env.session.taint();
+    if ctx.hold_taint && committed && ctx.call.direction != crate::call::Direction::Definition {
+        taint = taint.union(ctx.taint_out);
+    }
     let o = ctx.outcome;
     let reason = if o.reason.is_empty() {
         "no rule or check stood in the way".to_string()

@@ -81,8 +81,8 @@ impl MaskBook {
 /// keep it in a file between calls.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Session {
-    /// The taint collected so far; only grows.
-    pub taint: TaintSet,
+    /// The taint collected so far; only grows ([`Session::add_taint`]).
+    pub(crate) taint: TaintSet,
     /// Last activity on the monotonic clock.
     pub last_seen_ms: u64,
     /// Calls seen that acted (requests and proposals that were not blocked).
@@ -104,6 +104,16 @@ pub struct Session {
 }
 
 impl Session {
+    /// The taint collected so far.
+    pub fn taint(&self) -> TaintSet {
+        self.taint
+    }
+
+    /// Adds `taint`: the only way a session's taint changes, and it only grows.
+    pub fn add_taint(&mut self, taint: TaintSet) {
+        self.taint = self.taint.union(taint);
+    }
+
     /// Pushes a fingerprint into a bounded history.
     pub fn remember(history: &mut VecDeque<(u64, u64)>, fingerprint: u64, now_ms: u64) {
         if history.len() == HISTORY {
@@ -254,7 +264,8 @@ mod tests {
     #[test]
     fn evicts_the_least_recently_used_session_when_full() {
         let mut t = SessionTable::new(2, 60_000);
-        t.get("a", 0).taint.insert(Taint::PrivateData);
+        t.get("a", 0)
+            .add_taint([Taint::PrivateData].into_iter().collect());
         t.get("b", 1);
         t.get("a", 2);
         t.get("c", 3);
@@ -267,7 +278,8 @@ mod tests {
     #[test]
     fn flooding_the_table_does_not_wash_taint_away() {
         let mut t = SessionTable::new(4, 60_000);
-        t.get("victim", 0).taint.insert(Taint::PrivateData);
+        t.get("victim", 0)
+            .add_taint([Taint::PrivateData].into_iter().collect());
         for i in 0..1000 {
             t.get(&format!("flood-{i}"), 1);
         }
@@ -280,7 +292,8 @@ mod tests {
     #[test]
     fn idle_sessions_start_fresh() {
         let mut t = SessionTable::new(10, 1000);
-        t.get("a", 0).taint.insert(Taint::UntrustedInput);
+        t.get("a", 0)
+            .add_taint([Taint::UntrustedInput].into_iter().collect());
         assert!(!t.get("a", 500).taint.is_empty());
         assert!(t.get("a", 2000).taint.is_empty());
         t.get("b", 2000);

@@ -255,9 +255,7 @@ fn verdict_cache_ttl_caps() {
     );
     assert_eq!(d.reason_code, Some(ReasonCode::CloudTimeout));
     assert_eq!(
-        h.state
-            .verdicts
-            .insert(hash, Verdict::Allow, 24 * 60, h.now),
+        h.state.cache_verdict(hash, Verdict::Allow, 24 * 60, h.now),
         Ok(MAX_ALLOW_MS)
     );
     assert!(
@@ -280,8 +278,7 @@ fn verdict_cache_ttl_caps() {
     );
     assert_eq!(
         h.state
-            .verdicts
-            .insert(hash, Verdict::Block, 365 * 24 * 60, h.now),
+            .cache_verdict(hash, Verdict::Block, 365 * 24 * 60, h.now),
         Ok(MAX_BLOCK_MS)
     );
     assert_eq!(
@@ -295,8 +292,7 @@ fn verdict_cache_ttl_caps() {
     );
     assert_eq!(
         h.state
-            .verdicts
-            .insert(hash, Verdict::Warn, 365 * 24 * 60, h.now),
+            .cache_verdict(hash, Verdict::Warn, 365 * 24 * 60, h.now),
         Ok(MAX_WARN_MS)
     );
     assert_eq!(
@@ -308,10 +304,7 @@ fn verdict_cache_ttl_caps() {
         .decision,
         Verdict::Warn
     );
-    assert_eq!(
-        h.state.verdicts.insert(hash, Verdict::Warn, 0, h.now),
-        Ok(0)
-    );
+    assert_eq!(h.state.cache_verdict(hash, Verdict::Warn, 0, h.now), Ok(0));
     assert_eq!(
         h.req(
             "s6",
@@ -349,10 +342,7 @@ fn local_checks_run_before_the_cache() {
         use sha2::Digest;
         sha2::Sha256::digest(b"lookup_stock").into()
     };
-    h.state
-        .verdicts
-        .insert(hash, Verdict::Allow, 60, 0)
-        .unwrap();
+    h.state.cache_verdict(hash, Verdict::Allow, 60, 0).unwrap();
     let d = h.req(
         "s",
         "lookup_stock",

@@ -24,7 +24,7 @@ fn lockdown_blocks_everything() {
         (Verdict::Block, Some(ReasonCode::Lockdown))
     );
     let mut h = Harness::default_policy();
-    h.state.lockdown = true;
+    h.state.set_lockdown(true);
     assert_eq!(
         h.req("s", "read_file", json!({"path": "README.md"}))
             .reason_code,
@@ -519,7 +519,7 @@ fn the_revocation_matrix() {
         let mut h = Harness::yaml("version: 1\nsequences: []\n");
         let session = format!("m{i}");
         for t in *taint {
-            h.state.sessions.get(&session, 0).taint.insert(*t);
+            h.state.add_taint(&session, [*t].into_iter().collect(), 0);
         }
         let d = h.req(&session, tool, args.clone());
         assert_eq!(
@@ -534,10 +534,7 @@ fn the_revocation_matrix() {
 fn approved_egress_is_never_revoked() {
     let mut h = Harness::yaml("version: 1\ndestinations: { approved: ['api.github.com'] }\n");
     h.state
-        .sessions
-        .get("s", 0)
-        .taint
-        .insert(Taint::PrivateData);
+        .add_taint("s", [Taint::PrivateData].into_iter().collect(), 0);
     assert!(
         h.req("s", "fetch", json!({"url": "https://api.github.com/x"}))
             .is_allowed()
@@ -759,10 +756,7 @@ rules:
         .is_allowed()
     );
     h.state
-        .sessions
-        .get("t", 0)
-        .taint
-        .insert(Taint::UntrustedInput);
+        .add_taint("t", [Taint::UntrustedInput].into_iter().collect(), 0);
     assert_eq!(
         h.req("t", "write_file", json!({"path": "/tmp/a"}))
             .rule_id
@@ -863,8 +857,8 @@ fn sessions_are_bounded_and_evicted() {
     for i in 0..10 {
         h.req(&format!("s{i}"), "read_file", json!({"path": "/tmp/a"}));
     }
-    assert_eq!(h.state.sessions.len(), 3);
-    assert_eq!(h.state.sessions.evicted(), 7);
+    assert_eq!(h.state.sessions().len(), 3);
+    assert_eq!(h.state.sessions().evicted(), 7);
 }
 
 #[test]

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::header;
 use axum::response::Response;
-use bulwark_engine::{Policy, SharedEngine};
-use bulwark_llm::approval::UsedTokens;
+use bulwark_engine::Policy;
+use bulwark_gate::Gate;
 use bulwark_llm::{Config, Proxy};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -125,7 +125,7 @@ fn breakdown() {
         let _ = bulwark_llm::history::results(bulwark_llm::Api::Chat, &body).unwrap();
     });
     let results = bulwark_llm::history::results(bulwark_llm::Api::Chat, &body).unwrap();
-    let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
+    let engine = Arc::new(Gate::new(Policy::builtin().unwrap(), "proxy"));
     let cache = Arc::new(bulwark_llm::judge::ResultCache::default());
     let judge = || {
         bulwark_llm::judge::Judge::new(
@@ -168,7 +168,7 @@ fn main() {
                 .await
                 .unwrap();
         });
-        let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
+        let engine = Arc::new(Gate::new(Policy::builtin().unwrap(), "proxy"));
         engine.warm_up();
         let proxy = Proxy::new(
             engine,
@@ -177,13 +177,7 @@ fn main() {
                 max_body: 1 << 24,
                 upstream_key: None,
                 approval_key: Some([1; 32]),
-                used: Arc::new(UsedTokens::in_memory()),
-                audit: None,
-                desk: None,
-                metrics: None,
                 allowed_hosts: None,
-                escalator: None,
-                epoch: None,
             },
         )
         .unwrap();
@@ -255,7 +249,7 @@ fn main() {
     // engine's pass over each of 50 results of 4 KB, no HTTP.
     let body: Value = serde_json::from_slice(&request("call", false, false, 50)).unwrap();
     let results = bulwark_llm::history::results(bulwark_llm::Api::Chat, &body).unwrap();
-    let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
+    let engine = Arc::new(Gate::new(Policy::builtin().unwrap(), "proxy"));
     let mut cold = Vec::new();
     for _ in 0..60 {
         let mut j = bulwark_llm::judge::Judge::new(

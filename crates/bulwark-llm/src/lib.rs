@@ -16,17 +16,13 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use bulwark_engine::{Policy, SharedEngine};
-//! use bulwark_llm::approval::UsedTokens;
+//! use bulwark_engine::Policy;
+//! use bulwark_gate::Gate;
 //! use bulwark_llm::judge::{Context, Judge, Ruling};
 //! use serde_json::json;
 //!
-//! let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
-//! let mut judge = Judge::new(engine, Context {
-//!     used: Arc::new(UsedTokens::in_memory()),
-//!     clock: Arc::new(|| (0, 0)),
-//!     ..Context::default()
-//! });
+//! let gate = Arc::new(Gate::new(Policy::builtin().unwrap(), "proxy"));
+//! let mut judge = Judge::new(gate, Context::default());
 //! // The agent has read a private key...
 //! let history = json!({"messages": [
 //!     {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",

@@ -6,21 +6,21 @@
 //! request passes through untouched, streamed both ways.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bulwark_audit::AuditLog;
 use bulwark_engine::bounded::BoundedMap;
-use bulwark_engine::{Principal, SharedEngine, Taint, TaintSet};
+use bulwark_engine::{Principal, Taint, TaintSet};
+use bulwark_gate::Gate;
 use futures_util::StreamExt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::api::Api;
-use crate::approval::{self, UsedTokens};
+use crate::approval;
 use crate::history;
 use crate::judge::{Context, Judge, ResultCache};
 use crate::{hint, rewrite, sse, stream};
@@ -48,23 +48,10 @@ pub struct Config {
     pub upstream_key: Option<(HeaderName, String)>,
     /// The key approval tokens are signed with; `None` refuses every token.
     pub approval_key: Option<[u8; 32]>,
-    /// Tokens already honoured.
-    pub used: Arc<UsedTokens>,
-    /// The audit log.
-    pub audit: Option<Arc<AuditLog>>,
-    /// Where withheld calls a person may approve are filed.
-    pub desk: Option<Arc<bulwark_approvals::Desk>>,
-    /// Counts every judged call (served by the admin listener).
-    pub metrics: Option<Arc<bulwark_audit::metrics::Metrics>>,
     /// Host names (without port) clients may use; `None` accepts any. A proxy on loopback
     /// accepts only loopback names, so a web page cannot reach it by DNS rebinding and
     /// spend the operator's key.
     pub allowed_hosts: Option<Vec<String>>,
-    /// The fleet, for tools the policy escalates.
-    pub escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
-    /// Where the proxy's monotonic clock starts (`None`: when the proxy is made). The
-    /// fleet stamps the cache it shares with the proxy on the same clock.
-    pub epoch: Option<Instant>,
 }
 
 /// The Host names a loopback proxy accepts.
@@ -83,10 +70,9 @@ pub enum ProxyError {
 
 /// The proxy.
 pub struct Proxy {
-    engine: Arc<SharedEngine>,
+    gate: Arc<Gate>,
     client: reqwest::Client,
     cfg: Config,
-    started: Instant,
     results: Arc<ResultCache>,
     responses: Arc<Mutex<BoundedMap<String, TaintSet>>>,
 }
@@ -113,8 +99,8 @@ const HOP_BY_HOP: &[&str] = &[
 ];
 
 impl Proxy {
-    /// A proxy deciding with `engine`.
-    pub fn new(engine: Arc<SharedEngine>, cfg: Config) -> Result<Proxy, ProxyError> {
+    /// A proxy deciding through `gate` (its audit log, desk, fleet, used-token ledger).
+    pub fn new(gate: Arc<Gate>, cfg: Config) -> Result<Proxy, ProxyError> {
         if !matches!(cfg.upstream.scheme(), "http" | "https") {
             return Err(ProxyError::Scheme(cfg.upstream.scheme().to_string()));
         }
@@ -127,9 +113,8 @@ impl Proxy {
             .build()
             .map_err(|e| ProxyError::Client(e.to_string()))?;
         Ok(Proxy {
-            engine,
+            gate,
             client,
-            started: cfg.epoch.unwrap_or_else(Instant::now),
             cfg,
             results: Arc::new(ResultCache::default()),
             responses: Arc::new(Mutex::new(BoundedMap::new(MAX_RESPONSES))),
@@ -158,20 +143,8 @@ impl Proxy {
             .await
     }
 
-    fn clock(&self) -> Arc<dyn Fn() -> (u64, u64) + Send + Sync> {
-        let started = self.started;
-        Arc::new(move || {
-            let mono = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            let unix = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            (mono, unix)
-        })
-    }
-
     fn timeout(&self) -> Duration {
-        Duration::from_millis(self.engine.engine().policy().llm.request_timeout_ms)
+        Duration::from_millis(self.gate.engine().policy().llm.request_timeout_ms)
     }
 
     fn upstream_url(&self, uri: &axum::http::Uri) -> String {
@@ -338,8 +311,7 @@ impl Proxy {
                 );
             }
         };
-        let clock = self.clock();
-        let (_, now_s) = clock();
+        let now_s = self.gate.clock().unix_s();
         let (tokens, refused) = match &self.cfg.approval_key {
             Some(key) => {
                 let values = parts
@@ -348,7 +320,7 @@ impl Proxy {
                     .iter()
                     .chain(parts.headers.get_all("x-ratchet-approve").iter())
                     .filter_map(|v| v.to_str().ok());
-                approval::from_headers(key, values, now_s, &self.cfg.used)
+                approval::from_headers(key, values, now_s, self.gate.store())
             }
             None => (Vec::new(), Vec::new()),
         };
@@ -363,18 +335,12 @@ impl Proxy {
             }
         };
         let mut judge = Judge::new(
-            Arc::clone(&self.engine),
+            Arc::clone(&self.gate),
             Context {
                 session: session.clone(),
                 principal: self.principal(&parts.headers),
                 tokens,
-                used: Arc::clone(&self.cfg.used),
-                audit: self.cfg.audit.clone(),
-                clock,
                 cache: Some(Arc::clone(&self.results)),
-                desk: self.cfg.desk.clone(),
-                metrics: self.cfg.metrics.clone(),
-                escalator: self.cfg.escalator.clone(),
             },
         );
 
@@ -410,7 +376,7 @@ impl Proxy {
         let forward = if taint.is_empty() {
             bytes
         } else {
-            hint::inject(api, &mut body, &self.engine.engine().policy().llm.hint);
+            hint::inject(api, &mut body, &self.gate.engine().policy().llm.hint);
             match encode(api, &body, "the request") {
                 Ok(b) => b,
                 Err(r) => return *r,

@@ -1011,7 +1011,8 @@ fn placeholder() -> crate::judge::Blocked {
 mod tests {
     use std::sync::Arc;
 
-    use bulwark_engine::{Policy, SharedEngine, Taint};
+    use bulwark_engine::{Policy, Taint};
+    use bulwark_gate::{Clock, Gate};
 
     use super::*;
     use crate::judge::Context;
@@ -1020,17 +1021,11 @@ mod tests {
     fn judge(private: bool) -> Judge {
         // One engine for every test here: compiling the policy and the scanner is the slow
         // part, and the judges below each start from a fresh scratch state anyway.
-        static ENGINE: std::sync::OnceLock<Arc<SharedEngine>> = std::sync::OnceLock::new();
-        let engine = Arc::clone(
-            ENGINE.get_or_init(|| Arc::new(SharedEngine::new(Policy::builtin().unwrap()))),
-        );
-        let mut j = Judge::new(
-            engine,
-            Context {
-                clock: Arc::new(|| (1, 1)),
-                ..Context::default()
-            },
-        );
+        static GATE: std::sync::OnceLock<Arc<Gate>> = std::sync::OnceLock::new();
+        let gate = Arc::clone(GATE.get_or_init(|| {
+            Arc::new(Gate::new(Policy::builtin().unwrap(), "proxy").with_clock(Clock::fixed(1, 1)))
+        }));
+        let mut j = Judge::new(gate, Context::default());
         if private {
             j.inherit([Taint::PrivateData].into_iter().collect());
         }

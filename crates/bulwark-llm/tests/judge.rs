@@ -4,28 +4,32 @@
 use std::sync::Arc;
 
 use bulwark_engine::token;
-use bulwark_engine::{Policy, SharedEngine, Taint, TaintSet};
-use bulwark_llm::approval::UsedTokens;
+use bulwark_engine::{Policy, Taint, TaintSet};
+use bulwark_gate::{Clock, Gate};
 use bulwark_llm::judge::{Context, Judge, Ruling};
 use serde_json::json;
 
 const KEY: [u8; 32] = [9; 32];
 
-fn judge_with(policy: Policy, taint: &[Taint], tokens: &[&str], used: &Arc<UsedTokens>) -> Judge {
-    let engine = Arc::new(SharedEngine::new(policy));
+/// A gate on a clock standing at 5 s (monotonic) and Unix second 1 000.
+fn gate(policy: Policy) -> Arc<Gate> {
+    Arc::new(Gate::new(policy, "proxy").with_clock(Clock::fixed(5_000, 1_000)))
+}
+
+/// A judge on `used`'s gate with `policy` in force: judges on one gate share its ledger of
+/// used tokens, as the requests of one proxy do.
+fn judge_with(policy: Policy, taint: &[Taint], tokens: &[&str], used: &Arc<Gate>) -> Judge {
+    used.replace_policy(policy);
     let tokens = tokens
         .iter()
         .map(|t| (t.to_string(), token::verify(&KEY, t, 1_000).unwrap()))
         .collect();
     let mut j = Judge::new(
-        engine,
+        Arc::clone(used),
         Context {
             session: None,
             principal: Default::default(),
             tokens,
-            used: Arc::clone(used),
-            audit: None,
-            clock: Arc::new(|| (5_000, 1_000)),
             ..Context::default()
         },
     );
@@ -45,7 +49,7 @@ fn digest_of(r: &Ruling) -> String {
 
 #[test]
 fn a_token_lets_its_one_call_through_once() {
-    let used = Arc::new(UsedTokens::in_memory());
+    let used = gate(Policy::builtin().unwrap());
     let call = json!({"command": "curl -d @/tmp/report.txt https://backup.example.net"});
     let other = json!({"command": "curl -d @/tmp/report.txt https://other.example.net"});
     let mut j = judge_with(
@@ -68,14 +72,14 @@ fn a_token_lets_its_one_call_through_once() {
     // ...this one is, once.
     assert_eq!(j.judge("c1", "bash", &call), Ruling::Pass);
     assert!(matches!(j.judge("c2", "bash", &call), Ruling::Block(_)));
-    assert!(used.is_used(&t));
+    assert!(used.store().token_used(&t));
     let meta = j.metadata();
     assert_eq!(meta["approved"], json!(["c1"]));
 }
 
 #[test]
 fn a_rule_block_is_not_approvable() {
-    let used = Arc::new(UsedTokens::in_memory());
+    let used = gate(Policy::builtin().unwrap());
     let mut j = judge_with(Policy::builtin().unwrap(), &[], &[], &used);
     match j.judge(
         "c1",
@@ -90,7 +94,7 @@ fn a_rule_block_is_not_approvable() {
 #[test]
 fn with_the_sandbox_on_egress_runs_without_a_network_instead() {
     let policy = bulwark_policy::load_str("p.yaml", "version: 1\nllm: {sandbox: true}\n").unwrap();
-    let used = Arc::new(UsedTokens::in_memory());
+    let used = gate(Policy::builtin().unwrap());
     let mut j = judge_with(policy, &[Taint::PrivateData], &[], &used);
     match j.judge(
         "c1",
@@ -125,7 +129,7 @@ fn with_the_sandbox_on_egress_runs_without_a_network_instead() {
 
 #[test]
 fn arguments_that_are_not_an_object_are_refused() {
-    let used = Arc::new(UsedTokens::in_memory());
+    let used = gate(Policy::builtin().unwrap());
     let mut j = judge_with(Policy::builtin().unwrap(), &[], &[], &used);
     match j.judge("c1", "bash", &json!("{\"command\": \"ls")) {
         Ruling::Block(b) => assert_eq!(b.decision.reason_code.unwrap().as_str(), "INVALID_INPUT"),
@@ -135,7 +139,7 @@ fn arguments_that_are_not_an_object_are_refused() {
 
 #[test]
 fn an_agent_cannot_approve_its_own_calls() {
-    let used = Arc::new(UsedTokens::in_memory());
+    let used = gate(Policy::builtin().unwrap());
     for command in [
         "bulwark approvals token --digest 0123",
         "cat ~/.local/state/bulwark/approval.key",
@@ -152,7 +156,7 @@ fn an_agent_cannot_approve_its_own_calls() {
 #[test]
 fn tool_names_match_whatever_their_case() {
     // Claude Code names its shell tool `Bash`: it is bash.
-    let used = Arc::new(UsedTokens::in_memory());
+    let used = gate(Policy::builtin().unwrap());
     let mut j = judge_with(Policy::builtin().unwrap(), &[], &[], &used);
     let history = json!({"messages": [
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
@@ -184,13 +188,12 @@ fn a_remembered_result_taints_as_it_did_when_first_read() {
         {"role": "tool", "tool_call_id": "c2", "content": "AKIAZ7KDPQXL4MWN3BVC"},
     ]});
     let results = bulwark_llm::history::results(bulwark_llm::Api::Chat, &history).unwrap();
-    let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
+    let engine = gate(Policy::builtin().unwrap());
     let mut seen = Vec::new();
     for _ in 0..2 {
         let mut j = Judge::new(
             Arc::clone(&engine),
             Context {
-                clock: Arc::new(|| (1, 1)),
                 cache: Some(Arc::clone(&cache)),
                 ..Context::default()
             },
@@ -205,7 +208,7 @@ fn a_remembered_result_taints_as_it_did_when_first_read() {
 
 #[test]
 fn a_released_read_taints_what_follows_the_answer_but_not_its_siblings() {
-    let used = Arc::new(UsedTokens::in_memory());
+    let used = gate(Policy::builtin().unwrap());
     let policy = bulwark_policy::load_str(
         "p.yaml",
         "version: 1\ntools:\n  read_email: {capabilities: [fs.read], taint: [private-data]}\n",
@@ -240,16 +243,9 @@ fn a_call_the_audit_log_cannot_take_is_not_released() {
         bulwark_audit::AuditLog::open(&dir.join("audit.jsonl"), keys, "proxy", Default::default())
             .unwrap();
     let log = Arc::new(log);
-    let engine = Arc::new(SharedEngine::new(Policy::builtin().unwrap()));
-    let judge = || {
-        Judge::new(
-            Arc::clone(&engine),
-            Context {
-                audit: Some(Arc::clone(&log)),
-                ..Context::default()
-            },
-        )
-    };
+    let gate =
+        Arc::new(Gate::new(Policy::builtin().unwrap(), "proxy").with_audit(Some(Arc::clone(&log))));
+    let judge = || Judge::new(Arc::clone(&gate), Context::default());
     let ls = json!({"command": "ls -la"});
     assert_eq!(judge().judge("c1", "bash", &ls), Ruling::Pass);
     log.close().unwrap();

@@ -10,7 +10,8 @@
 
 use std::sync::Arc;
 
-use bulwark_engine::{CapSet, Capability, Policy, SharedEngine, Taint, TaintSet};
+use bulwark_engine::{CapSet, Capability, Policy, Taint, TaintSet};
+use bulwark_gate::{Clock, Gate};
 use bulwark_llm::judge::{Context, Judge, Ruling};
 use bulwark_llm::{Api, hint, history, rewrite};
 use serde_json::{Value, json};
@@ -66,16 +67,12 @@ fn vectors(kind: &str) -> Vec<Value> {
 }
 
 fn judge(policy: &str, taint: TaintSet) -> Judge {
-    let engine = Arc::new(SharedEngine::new(
+    let gate = Gate::new(
         bulwark_policy::load_str("ratchet.yaml", policy).unwrap(),
-    ));
-    let mut j = Judge::new(
-        engine,
-        Context {
-            clock: Arc::new(|| (1_000, 1_000)),
-            ..Context::default()
-        },
-    );
+        "proxy",
+    )
+    .with_clock(Clock::fixed(1_000, 1_000));
+    let mut j = Judge::new(Arc::new(gate), Context::default());
     j.inherit(taint);
     j
 }

@@ -1,10 +1,10 @@
-//! The gateway's one monotonic clock.
+//! The relays' monotonic clock: the deadlines of requests waiting for a server and of
+//! calls held for a person.
 //!
-//! Every relay, session and stateless exchange of a process decides with the same
-//! [`SharedEngine`](bulwark_engine::SharedEngine), whose global rate buckets, cached fleet
-//! verdicts and approval grants are stamped with the caller's milliseconds. Those stamps
-//! only compare if every caller counts from the same instant, so they all read this clock
-//! rather than one of their own.
+//! Every relay, session and stateless exchange of a process stamps its deadlines with
+//! these milliseconds, and the ticker that expires them reads the same clock, so the
+//! stamps compare whichever task made them. (Decisions read the gate's own clock,
+//! [`bulwark_gate::Clock`].)
 
 use std::sync::OnceLock;
 use std::time::Instant;

@@ -21,11 +21,8 @@ use crate::locks::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use bulwark_audit::AuditLog;
-use bulwark_audit::metrics::{Metrics, StageTimer};
-use bulwark_engine::{
-    Call, Decision, Definition, Direction, Principal, Profile, SharedEngine, ToolRef, Verdict,
-};
+use bulwark_engine::{Call, Decision, Definition, Direction, Principal, Profile, ToolRef, Verdict};
+use bulwark_gate::{Approval, Gate, Person, Ruling};
 use bulwark_policy::BlockAs;
 use serde_json::{Map, Value, json};
 
@@ -83,7 +80,7 @@ const DECIDED: &[&str] = &["tools/call", "resources/read", "prompts/get"];
 
 /// One client's gateway to one server.
 pub struct Gateway {
-    engine: Arc<SharedEngine>,
+    gate: Arc<Gate>,
     config: Config,
     pins: Option<PinFile>,
     pending: Mutex<HashMap<String, Pending>>,
@@ -92,84 +89,59 @@ pub struct Gateway {
     tombstones: Mutex<std::collections::VecDeque<String>>,
     /// Tools withheld from the last listing, whatever the reason: never callable.
     withheld: Mutex<std::collections::HashSet<String>>,
-    audit: Option<Arc<AuditLog>>,
-    metrics: Option<Arc<Metrics>>,
     log: Box<dyn Fn(&str) + Send + Sync>,
-    /// Where calls that need a person are asked about; without it they are refused.
-    approvals: Option<Arc<bulwark_approvals::Desk>>,
     /// Calls waiting for a person, by the client's request id.
     held: Mutex<HashMap<String, Held>>,
     /// The client declared elicitation in `initialize` (legacy protocol).
     elicits: std::sync::atomic::AtomicBool,
-    /// The fleet, for tools the policy escalates; without it they are decided as if it
-    /// never answered.
-    escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 impl Gateway {
-    /// A gateway deciding with `engine`. With `pins`, definitions are pinned in that file
-    /// (loaded now; a corrupt file is an error, not an empty one). `log` receives one line
-    /// per notable event (withheld tools, refused calls, late replies).
+    /// A gateway deciding through `gate` — which asks its desk about calls that need a
+    /// person (without one they are refused) and its fleet about the tools the policy
+    /// escalates. With `pins`, definitions are pinned in that file (loaded now; a corrupt
+    /// file is an error, not an empty one). `log` receives one line per notable event
+    /// (withheld tools, refused calls, late replies).
     pub fn new(
-        engine: Arc<SharedEngine>,
+        gate: Arc<Gate>,
         config: Config,
         pins: Option<PinFile>,
-        audit: Option<Arc<AuditLog>>,
         log: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Result<Gateway, crate::pinfile::PinError> {
         let g = Gateway {
-            engine,
+            gate,
             config,
             pins,
             pending: Mutex::new(HashMap::new()),
             tombstones: Mutex::new(std::collections::VecDeque::new()),
             withheld: Mutex::new(std::collections::HashSet::new()),
-            audit,
-            metrics: None,
             log,
-            approvals: None,
             held: Mutex::new(HashMap::new()),
             elicits: std::sync::atomic::AtomicBool::new(false),
-            escalator: None,
         };
         if let Some(p) = &g.pins {
             let records = p.locked(|p| p.load())??;
-            g.engine
-                .state()
-                .pins
-                .import(Some(&g.config.server), &records);
+            g.import_pins(&records);
         }
         Ok(g)
     }
 
-    /// Counts every decision in `metrics` too (served by the front's admin listener).
-    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Gateway {
-        self.metrics = Some(metrics);
-        self
+    fn import_pins(&self, records: &[bulwark_engine::pins::PinRecord]) {
+        // The in-process store cannot fail; a shared one that does leaves the pins it had.
+        if let Err(e) = self
+            .gate
+            .store()
+            .import_pins(Some(&self.config.server), records)
+        {
+            (self.log)(&format!("cannot take in the pins: {e}"));
+        }
     }
 
-    /// Asks a person about calls that need one, through `desk`.
-    pub fn with_approvals(mut self, desk: Option<Arc<bulwark_approvals::Desk>>) -> Gateway {
-        self.approvals = desk;
-        self
-    }
-
-    /// Asks `escalator` about the tools the policy escalates, and lets it watch the
-    /// decisions on calls (its canary). A `sync_block` escalation holds this relay for at
-    /// most the policy's `fleet.timeout_ms`; a cached verdict costs nothing.
-    pub fn with_escalator(
-        mut self,
-        escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
-    ) -> Gateway {
-        self.escalator = escalator;
-        self
+    fn export_pins(&self) -> Result<Vec<bulwark_engine::pins::PinRecord>, String> {
+        self.gate
+            .store()
+            .export_pins(Some(&self.config.server))
+            .map_err(|e| e.to_string())
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
@@ -222,11 +194,11 @@ impl Gateway {
     }
 
     fn block_as(&self) -> BlockAs {
-        self.engine.engine().policy().mcp.block_as
+        self.gate.engine().policy().mcp.block_as
     }
 
     fn timeout_ms(&self) -> u64 {
-        self.engine.engine().policy().mcp.request_timeout_ms
+        self.gate.engine().policy().mcp.request_timeout_ms
     }
 
     /// How long a request may wait for the server (policy `mcp.request_timeout_secs`).
@@ -249,23 +221,6 @@ impl Gateway {
         self.timeout_ms()
     }
 
-    /// Records a decision. When the log cannot take it, the decision becomes a block: a call
-    /// nobody can account for afterwards does not go through.
-    fn record(&self, d: &mut Decision, call: &Call) {
-        let Some(a) = &self.audit else { return };
-        if let Err(e) = a.record(&bulwark_audit::Entry::for_call("mcp", call, d)) {
-            (self.log)(&e.to_string());
-            let version = d.policy_version.clone();
-            *d = Decision::invalid_input(
-                format!(
-                    "The audit log cannot be written ({e}); nothing is let through unrecorded."
-                ),
-                &version,
-            );
-            d.tool = call.tool.name.clone();
-        }
-    }
-
     fn call(&self, tool: &str, direction: Direction) -> Call {
         Call {
             principal: self.config.principal.clone(),
@@ -285,30 +240,16 @@ impl Gateway {
         }
     }
 
-    fn decide(&self, call: &Call, now_ms: u64) -> Decision {
-        let t0 = std::time::Instant::now();
-        let mut d = match &self.metrics {
-            Some(m) if m.sample_stages() => {
-                let mut timer = StageTimer::default();
-                let d = self.engine.evaluate_observed(call, now_ms, &mut timer);
-                m.observe_stages(&timer);
-                d
-            }
-            _ => self.engine.evaluate(call, now_ms),
-        };
-        d.eval_us = t0.elapsed().as_micros() as u64;
-        if let Some(esc) = &self.escalator
-            && call.direction == Direction::Request
-        {
-            d = self
-                .engine
-                .settle_escalation(esc.as_ref(), call, d, crate::clock::now_ms);
-            esc.observe(&d);
-        }
-        if let Some(m) = &self.metrics {
-            m.observe("mcp", &d);
-        }
-        self.record(&mut d, call);
+    /// Decides a message's content (a result, a definition, a server's request): the gate
+    /// decides it; `approve` is returned as it is (and refused), no person is asked.
+    fn decide(&self, call: &Call, _now_ms: u64) -> Decision {
+        let ruling = self.gate.call(call).person(Person::Caller).decide();
+        self.logged(call, ruling).decision
+    }
+
+    /// One line in the log for a decision that did not simply allow.
+    fn logged(&self, call: &Call, ruling: Ruling) -> Ruling {
+        let d = &ruling.decision;
         if d.decision > Verdict::Allow {
             (self.log)(&format!(
                 "{} {} {}: {}{}",
@@ -322,7 +263,7 @@ impl Gateway {
                     .unwrap_or_default()
             ));
         }
-        d
+        ruling
     }
 
     /// Takes in an operator's `bulwark pins accept` or `reset` made since the last look.
@@ -333,10 +274,7 @@ impl Gateway {
         }
         match p.locked(|p| p.load()) {
             Ok(Ok(records)) => {
-                self.engine
-                    .state()
-                    .pins
-                    .import(Some(&self.config.server), &records);
+                self.import_pins(&records);
                 // An operator accepted or reset pins: the pins now say what is withheld,
                 // until the next listing decides afresh.
                 lock(&self.withheld).clear();
@@ -375,7 +313,7 @@ impl Gateway {
             }
         };
         match kind {
-            Kind::Request { id, method } => self.client_request(msg, id, method, now_ms),
+            Kind::Request { id, method } => self.client_request(msg, id, method, now_ms, None),
             Kind::Notification { method } => {
                 if DECIDED.contains(&method.as_str()) {
                     // Without an id there is no answer to decide, but a server may act on it.
@@ -409,7 +347,16 @@ impl Gateway {
         }
     }
 
-    fn client_request(&self, mut msg: Value, id: Value, method: String, now_ms: u64) -> Vec<Out> {
+    /// A request from the client. `approved` is the digest of a call a person approved
+    /// while it was held: it counts for this decision only.
+    fn client_request(
+        &self,
+        mut msg: Value,
+        id: Value,
+        method: String,
+        now_ms: u64,
+        approved: Option<String>,
+    ) -> Vec<Out> {
         let key = jsonrpc::id_key(&id);
         if method == "initialize" {
             let elicits = jsonrpc::at(&msg, "/params/capabilities/elicitation").is_some();
@@ -464,16 +411,16 @@ impl Gateway {
             // A tool withheld from the list is refused before the engine sees the call (so the
             // call leaves no trace in the session), and the refusal itself is recorded.
             if self.is_withheld(&name) {
-                let mut d = Decision::invalid_input(
-                    format!("Tool {name:?} was withheld from the tool list; it cannot be called."),
-                    &self.engine.engine().policy().version,
-                );
+                let mut d = self.gate.invalid(&format!(
+                    "Tool {name:?} was withheld from the tool list; it cannot be called."
+                ));
                 d.reason_code = Some(bulwark_engine::ReasonCode::ToolPoisoning);
                 if let Some((code, reason)) = self
-                    .engine
-                    .state()
-                    .pins
-                    .get(Some(&self.config.server), &name)
+                    .gate
+                    .store()
+                    .pin(Some(&self.config.server), &name)
+                    .ok()
+                    .flatten()
                     .and_then(|p| p.quarantined.clone())
                 {
                     d.reason_code = Some(code);
@@ -482,9 +429,8 @@ impl Gateway {
                 d.tool = name.clone();
                 d.safer_alternative =
                     Some("Ask the operator to review the tool (bulwark pins list).".into());
-                self.record(&mut d, &call);
-                if let Some(m) = &self.metrics {
-                    m.observe("mcp", &d);
+                if let Err(e) = self.gate.record(&call, &d) {
+                    (self.log)(&e.to_string());
                 }
                 (self.log)(&format!("block call {name}: {}", d.reason));
                 return vec![Out::Client(jsonrpc::error(
@@ -494,12 +440,25 @@ impl Gateway {
                     serde_json::to_value(&d).ok(),
                 ))];
             }
-            let d = self.decide(&call, now_ms);
-            if d.decision == Verdict::Approve
-                && let (Some(desk), Some(digest)) = (&self.approvals, d.call_digest.clone())
-            {
-                let desk = Arc::clone(desk);
-                return self.ask(&desk, msg, id, &call, &d, digest, retry, now_ms);
+            // The person's answer in a 2026-07-28 retry counts only while the policy lets
+            // the client's user decide.
+            let answer = retry
+                .as_ref()
+                .filter(|_| self.in_protocol())
+                .and_then(|(rid, yes)| yes.map(|y| (rid.as_str(), y)));
+            let ruling = self
+                .gate
+                .call(&call)
+                .approved(approved)
+                .answer(answer)
+                .decide();
+            let ruling = self.logged(&call, ruling);
+            let d = ruling.decision;
+            if let Some(Approval::Pending(r)) = ruling.approval {
+                return self.hold(msg, id, &call, &d, r, now_ms);
+            }
+            if let Some(Approval::Used(r)) = &ruling.approval {
+                (self.log)(&format!("approval {} used for {}", r.id, r.tool));
             }
             match (d.decision, &d.masked) {
                 (Verdict::Allow | Verdict::Warn, _) => {}
@@ -742,10 +701,7 @@ impl Gateway {
             // lose another process's quarantines.
             if let Some(p) = pins {
                 let records = p.load().map_err(|e| e.to_string())?;
-                self.engine
-                    .state()
-                    .pins
-                    .import(Some(&self.config.server), &records);
+                self.import_pins(&records);
             }
             let mut kept = Vec::new();
             for tool in listed {
@@ -758,8 +714,10 @@ impl Gateway {
                 }
             }
             if let Some(p) = pins {
-                let records = self.engine.state().pins.export(Some(&self.config.server));
-                if let Err(e) = p.save(records) {
+                let saved = self
+                    .export_pins()
+                    .and_then(|r| p.save(r).map_err(|e| e.to_string()));
+                if let Err(e) = saved {
                     (self.log)(&format!(
                         "cannot save pins (they hold in memory until restart): {e}"
                     ));
@@ -849,13 +807,12 @@ impl Gateway {
             Some(p) => p
                 .locked(|p| -> Result<bool, String> {
                     let records = p.load().map_err(|e| e.to_string())?;
-                    self.engine
-                        .state()
-                        .pins
-                        .import(Some(&self.config.server), &records);
+                    self.import_pins(&records);
                     let d = self.decide(&call, now_ms);
-                    let records = self.engine.state().pins.export(Some(&self.config.server));
-                    if let Err(e) = p.save(records) {
+                    let saved = self
+                        .export_pins()
+                        .and_then(|r| p.save(r).map_err(|e| e.to_string()));
+                    if let Err(e) = saved {
                         (self.log)(&format!("cannot save pins: {e}"));
                     }
                     Ok(d.decision <= Verdict::Warn)
@@ -873,96 +830,82 @@ impl Gateway {
         }
     }
 
-    /// A call the engine says needs a person: answered from an earlier decision about the
-    /// same call, or held while a person is asked in whatever way the client understands.
-    #[allow(clippy::too_many_arguments)]
-    fn ask(
+    fn in_protocol(&self) -> bool {
+        self.gate
+            .engine()
+            .policy()
+            .approvals
+            .channels
+            .contains(&bulwark_policy::ApprovalChannel::Mcp)
+    }
+
+    /// A call waiting for a person ([`Approval::Pending`]): held while the person is asked
+    /// in whatever way the client understands, or, for a 2026-07-28 client that elicits,
+    /// answered with `input_required` (it asks its user and calls again).
+    fn hold(
         &self,
-        desk: &bulwark_approvals::Desk,
         msg: Value,
         id: Value,
         call: &Call,
         d: &Decision,
-        digest: String,
-        retry: Option<(String, Option<bool>)>,
+        r: bulwark_approvals::Request,
         now_ms: u64,
     ) -> Vec<Out> {
-        let now_s = unix_now();
-        let engine = self.engine.engine();
-        let policy = engine.policy();
-        let channels = &policy.approvals.channels;
-        let in_protocol = channels.contains(&bulwark_policy::ApprovalChannel::Mcp);
-        // The person's answer in a 2026-07-28 retry, for the request this very call made.
-        if let Some((rid, Some(yes))) = &retry
-            && in_protocol
-            && desk
-                .store()
-                .get(rid)
-                .ok()
-                .flatten()
-                .is_some_and(|r| r.digest == digest)
-        {
-            let note = (!yes).then_some("declined in the MCP client");
-            if let Err(e) = desk.decide(rid, *yes, "mcp", note, now_s) {
-                (self.log)(&format!("approval {rid}: {e}"));
-            }
+        let now_s = self.gate.clock().unix_s();
+        let in_protocol = self.in_protocol();
+        if self.held().len() >= self.config.max_pending {
+            let mut d = d.clone();
+            d.reason = format!(
+                "{} Too many calls wait for a person already (limit {}).",
+                d.reason, self.config.max_pending
+            );
+            (self.log)(&format!("refused call {}: {}", d.tool, d.reason));
+            return vec![Out::Client(enforce::refusal(
+                &id,
+                &d,
+                Direction::Request,
+                self.block_as(),
+            ))];
         }
-        let Some(ask) = bulwark_approvals::Ask::for_call("mcp", call, d, policy) else {
-            return vec![self.approval_refusal(&id, d, None, d.reason.clone())];
-        };
-        let timeout_ms = ask.timeout_s.saturating_mul(1000);
-        let outcome = desk.ask(&ask, now_s);
-        let key = jsonrpc::id_key(&id);
-        match outcome {
-            bulwark_approvals::Outcome::Pending(r) => {
-                if self.held().len() >= self.config.max_pending {
-                    return vec![self.approval_refusal(
-                        &id,
-                        d,
-                        None,
-                        format!(
-                            "{} Too many calls wait for a person already (limit {}).",
-                            d.reason, self.config.max_pending
-                        ),
-                    )];
-                }
-                (self.log)(&format!(
-                    "approve call {}: waiting for a person (request {})",
-                    call.tool.name, r.id
-                ));
-                if in_protocol && hold::modern_elicits(&msg) {
-                    // Nothing is held: the client asks its user and calls again.
-                    return vec![Out::Client(hold::input_required(&id, &r))];
-                }
-                let mut out = Vec::new();
-                let mut elicit = None;
-                if in_protocol && self.elicits.load(std::sync::atomic::Ordering::Relaxed) {
-                    // Unique per held call: two waiting calls may share a request.
-                    let n = ELICITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let eid = format!("{}{}-{n}", hold::ELICIT_PREFIX, r.id);
-                    out.push(Out::Client(hold::elicitation(&eid, &r)));
-                    elicit = Some(eid);
-                }
-                let wait = r.expires_s.saturating_sub(now_s).saturating_mul(1000);
-                self.held().insert(
-                    key,
-                    Held {
-                        msg,
-                        id,
-                        request: r.id,
-                        deadline_ms: now_ms.saturating_add(wait.min(timeout_ms) + 1000),
-                        decision: d.clone(),
-                        elicit,
-                        busy: false,
-                    },
-                );
-                out
-            }
-            other => self.settled(other, msg, id, d, now_ms),
+        (self.log)(&format!(
+            "approve call {}: waiting for a person (request {})",
+            call.tool.name, r.id
+        ));
+        if in_protocol && hold::modern_elicits(&msg) {
+            // Nothing is held: the client asks its user and calls again.
+            return vec![Out::Client(hold::input_required(&id, &r))];
         }
+        let mut out = Vec::new();
+        let mut elicit = None;
+        if in_protocol && self.elicits.load(std::sync::atomic::Ordering::Relaxed) {
+            // Unique per held call: two waiting calls may share a request.
+            let n = ELICITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let eid = format!("{}{}-{n}", hold::ELICIT_PREFIX, r.id);
+            out.push(Out::Client(hold::elicitation(&eid, &r)));
+            elicit = Some(eid);
+        }
+        let engine = self.gate.engine();
+        let timeout_ms =
+            bulwark_approvals::Ask::for_call(self.gate.front(), call, d, engine.policy())
+                .map_or(0, |a| a.timeout_s.saturating_mul(1000));
+        let wait = r.expires_s.saturating_sub(now_s).saturating_mul(1000);
+        self.held().insert(
+            jsonrpc::id_key(&id),
+            Held {
+                msg,
+                id,
+                request: r.id,
+                deadline_ms: now_ms.saturating_add(wait.min(timeout_ms) + 1000),
+                decision: d.clone(),
+                elicit,
+                busy: false,
+            },
+        );
+        out
     }
 
-    /// What a settled approval means for the held or retried call `msg`.
+    /// What a settled approval means for the held call `msg`: granted, it is decided again
+    /// with the approval and goes its way; refused, the client is told why.
     fn settled(
         &self,
         outcome: bulwark_approvals::Outcome,
@@ -975,48 +918,26 @@ impl Gateway {
         match outcome {
             Outcome::Granted(r) => {
                 (self.log)(&format!("approval {} used for {}", r.id, r.tool));
-                self.engine
-                    .state()
-                    .grant(r.digest.clone(), now_ms.saturating_add(60_000));
                 let method = "tools/call".to_string();
-                self.client_request(msg, id, method, now_ms)
+                self.client_request(msg, id, method, now_ms, Some(r.digest))
             }
             Outcome::Pending(_) => Vec::new(),
-            refused => match refused.refusal(&d.reason) {
-                Some((code, reason)) => vec![self.approval_refusal(&id, d, code, reason)],
-                None => Vec::new(),
-            },
+            refused => {
+                let d = bulwark_gate::refusal(&refused, d.clone());
+                (self.log)(&format!("refused call {}: {}", d.tool, d.reason));
+                vec![Out::Client(enforce::refusal(
+                    &id,
+                    &d,
+                    Direction::Request,
+                    self.block_as(),
+                ))]
+            }
         }
-    }
-
-    fn approval_refusal(
-        &self,
-        id: &Value,
-        d: &Decision,
-        code: Option<bulwark_engine::ReasonCode>,
-        reason: String,
-    ) -> Out {
-        let mut d = d.clone();
-        if code.is_some() {
-            d.decision = Verdict::Block;
-            d.reason_code = code;
-            d.safer_alternative = Some(
-                "Do not retry this call as it is; ask the user what they want instead.".into(),
-            );
-        }
-        d.reason = reason;
-        (self.log)(&format!("refused call {}: {}", d.tool, d.reason));
-        Out::Client(enforce::refusal(
-            id,
-            &d,
-            Direction::Request,
-            self.block_as(),
-        ))
     }
 
     /// The client's answer to the gateway's own `elicitation/create` for request `rid`.
     fn elicited(&self, eid: &str, msg: &Value, now_ms: u64) -> Vec<Out> {
-        let Some(desk) = &self.approvals else {
+        let Some(desk) = self.gate.desk() else {
             return Vec::new();
         };
         // Only the answer to a question this gateway asked, for a call still waiting here,
@@ -1026,14 +947,7 @@ impl Gateway {
             .iter()
             .find(|(_, h)| h.elicit.as_deref() == Some(eid))
             .map(|(k, h)| (k.clone(), h.request.clone()));
-        let in_protocol = self
-            .engine
-            .engine()
-            .policy()
-            .approvals
-            .channels
-            .contains(&bulwark_policy::ApprovalChannel::Mcp);
-        let Some((key, rid)) = found.filter(|_| in_protocol) else {
+        let Some((key, rid)) = found.filter(|_| self.in_protocol()) else {
             (self.log)(&format!("dropped an answer to {eid}: no call waits for it"));
             return Vec::new();
         };
@@ -1042,7 +956,7 @@ impl Gateway {
         match said {
             Some(yes) => {
                 let note = (!yes).then_some("declined in the MCP client");
-                if let Err(e) = desk.decide(rid, yes, "mcp", note, unix_now()) {
+                if let Err(e) = desk.decide(rid, yes, "mcp", note, self.gate.clock().unix_s()) {
                     (self.log)(&format!("approval {rid}: {e}"));
                 }
             }
@@ -1057,7 +971,7 @@ impl Gateway {
     /// Looks at the calls waiting for a person (all, or the one with `only` as its key):
     /// those answered or out of time are released or refused.
     fn resolve_held(&self, only: Option<&str>, now_ms: u64) -> Vec<Out> {
-        let Some(desk) = self.approvals.clone() else {
+        let Some(desk) = self.gate.desk().cloned() else {
             return Vec::new();
         };
         // Claimed first, so the ticker and an answer arriving at the same moment cannot
@@ -1071,7 +985,7 @@ impl Gateway {
                 (k.clone(), h.request.clone(), h.deadline_ms)
             })
             .collect();
-        let now_s = unix_now();
+        let now_s = self.gate.clock().unix_s();
         let mut out = Vec::new();
         for (key, rid, deadline) in keys {
             let outcome = match desk.poll(&rid, now_s) {
@@ -1209,15 +1123,18 @@ mod tests {
     use bulwark_policy::Policy;
 
     fn gateway(policy: Policy, max_pending: usize) -> Gateway {
+        on(Gate::new(policy, "mcp"), max_pending)
+    }
+
+    fn on(gate: Gate, max_pending: usize) -> Gateway {
         Gateway::new(
-            Arc::new(SharedEngine::new(policy)),
+            Arc::new(gate),
             Config {
                 server: "test".into(),
                 session: "s".into(),
                 principal: Principal::default(),
                 max_pending,
             },
-            None,
             None,
             Box::new(|_| {}),
         )
@@ -1242,7 +1159,10 @@ mod tests {
             "mcp",
         ));
         (
-            gateway(policy, 8).with_approvals(Some(Arc::clone(&desk))),
+            on(
+                Gate::new(policy, "mcp").with_desk(Some(Arc::clone(&desk))),
+                8,
+            ),
             desk,
         )
     }

@@ -17,7 +17,8 @@ pub mod hold;
 pub mod http;
 pub mod jsonrpc;
 mod locks;
-pub mod pinfile;
+/// Pins on disk, kept by the gate ([`bulwark_gate::pinfile`]).
+pub use bulwark_gate::pinfile;
 pub mod port;
 pub mod remote;
 pub mod stdio;

@@ -78,9 +78,15 @@ fn webhook_secret() -> Option<Vec<u8>> {
         .map(String::into_bytes)
 }
 
-/// Runs the desk's background work until the process ends: the inbox every 250 ms, new
-/// requests to the webhook, expiries written down every 5 s.
-pub fn spawn_service(desk: Arc<Desk>, policy: &Policy, common: &Common, front: &'static str) {
+/// Runs the gate's desk's background work until the process ends: the inbox every 250 ms,
+/// new requests to the webhook, expiries written down every 5 s.
+pub fn spawn_service(gate: &bulwark_gate::Gate, common: &Common) {
+    let Some(desk) = gate.desk().cloned() else {
+        return;
+    };
+    let front = gate.front();
+    let engine = gate.engine();
+    let policy = engine.policy();
     let channels = policy.approvals.channels.clone();
     let inbox = match dir(common) {
         Ok(d) if channels.contains(&ApprovalChannel::Inbox) => Some(Inbox::new(&d.join("inbox"))),

@@ -145,10 +145,9 @@ impl<W: Write> Runner<'_, W> {
                 .unwrap_or_else(|| self.start.elapsed().as_millis() as u64),
         );
         if !parsed.session_taint.is_empty() {
-            let session = self.state.sessions.get(&parsed.call.session, now.mono_ms);
-            for t in &parsed.session_taint {
-                session.taint.insert(*t);
-            }
+            let taint = parsed.session_taint.iter().copied().collect();
+            self.state
+                .add_taint(&parsed.call.session, taint, now.mono_ms);
         }
         let t0 = Instant::now();
         let mut d = self.engine.evaluate(&parsed.call, self.state, now);

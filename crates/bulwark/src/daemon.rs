@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use bulwark_daemon::server::{self, Limits};
 use bulwark_daemon::service::{PolicySource, Service};
+use bulwark_gate::Gate;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::{Common, DaemonArgs};
@@ -22,31 +23,28 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         Some(s) => s.clone(),
         None => default_socket(&args.common)?,
     };
-    let source = match &args.common.policy {
-        Some(p) => PolicySource::File(p.clone()),
-        None => PolicySource::Builtin,
-    };
+    let source = PolicySource::of(args.common.policy.as_deref());
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "daemon")?;
     let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
-    let service = Service::new(source, audit.clone()).map_err(|e| {
+    let gate = Gate::load(source, "daemon").map_err(|e| {
         anyhow::anyhow!("{e}\npolicy refused; fix the errors above (see docs/policy.md)")
     })?;
-    let desk = crate::approvals::desk(
-        &args.common,
-        service.evaluator.policy().policy(),
-        audit.clone(),
-        "daemon",
-    )?;
+    let engine = gate.engine();
+    let desk = crate::approvals::desk(&args.common, engine.policy(), audit.clone(), "daemon")?;
     let admin = crate::approvals::admin(
         args.admin.as_deref(),
         &args.common,
-        service.evaluator.policy().policy(),
+        engine.policy(),
         "daemon",
         Arc::clone(&metrics),
         audit.clone(),
         Some(Arc::clone(&desk)),
     )?;
-    let service = service.with_approvals(Some(Arc::clone(&desk)));
+    let gate = Arc::new(
+        gate.with_audit(audit.clone())
+            .with_desk(Some(desk))
+            .with_metrics(args.admin.as_ref().map(|_| Arc::clone(&metrics))),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::from(args.threads))
         .enable_all()
@@ -54,52 +52,17 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         .context("cannot start the runtime")?;
     // The fleet client runs on the daemon's runtime; the policy the fleet put in force
     // before a restart is put back.
-    let fleet = runtime.block_on(async {
-        crate::fleet::FleetDevice::new(
-            "daemon",
-            None,
-            &args.common,
-            service.evaluator.policy().policy(),
-            audit.clone(),
-        )
-    })?;
-    let service = service.with_escalator(
-        fleet
-            .clone()
-            .map(|f| f as Arc<dyn bulwark_daemon::service::Escalator>),
-    );
-    let service = Arc::new(match &args.admin {
-        Some(_) => service.with_metrics(Arc::clone(&metrics)),
-        None => service,
-    });
-    if let Some(f) = &fleet {
-        runtime.block_on(async {
-            f.attach(
-                Arc::new(crate::fleet::ServiceTarget(Arc::downgrade(&service))),
-                args.common.policy.as_deref(),
-            )
-        })?;
-    }
+    runtime.block_on(async { crate::fleet::attach("daemon", None, &args.common, &gate) })?;
+    let service = Arc::new(Service::on(Arc::clone(&gate)));
     let limits = Limits {
         max_connections: args.max_connections as usize,
         per_second: args.rate,
         ..Limits::default()
     };
     runtime.block_on(async move {
-        let uids = service
-            .evaluator
-            .policy()
-            .policy()
-            .identities
-            .unix_uids
-            .clone();
+        let uids = gate.engine().policy().identities.unix_uids.clone();
         let listener = server::bind(&socket, &uids)?;
-        crate::approvals::spawn_service(
-            desk,
-            service.evaluator.policy().policy(),
-            &args.common,
-            "daemon",
-        );
+        crate::approvals::spawn_service(&gate, &args.common);
         crate::admin::start(admin, "bulwark daemon").await?;
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
@@ -119,7 +82,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         eprintln!(
             "bulwark daemon: listening on {} (policy {}, pid {})",
             socket.display(),
-            service.evaluator.policy().policy().version,
+            gate.policy_version(),
             std::process::id()
         );
         let shutdown = async move {

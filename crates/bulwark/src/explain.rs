@@ -59,13 +59,8 @@ pub fn run(common: &Common, text: Option<String>) -> Result<ExitCode> {
     let engine = Engine::new(config::load_policy(common)?);
     let mut state = State::new(engine.policy());
     let now = Now::at(parsed.time_ms.unwrap_or(0));
-    for t in &parsed.session_taint {
-        state
-            .sessions
-            .get(&parsed.call.session, now.mono_ms)
-            .taint
-            .insert(*t);
-    }
+    let taint = parsed.session_taint.iter().copied().collect();
+    state.add_taint(&parsed.call.session, taint, now.mono_ms);
     println!("policy {}", engine.policy().version);
     println!(
         "call {} ({})",

@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use bulwark_daemon::service::{Escalator, Service};
-use bulwark_engine::{Call, Decision, SharedEngine, Verdict};
+use bulwark_engine::{Call, Decision, Escalator, FleetTarget, Verdict};
 use bulwark_fleet::auth::{FleetSigner, Trust};
 use bulwark_fleet::canary::{Canary, CanaryConfig, Rates};
 use bulwark_fleet::client::{ClientConfig, FleetClient, FleetEvent};
 use bulwark_fleet::device::{Device, Escalation};
 use bulwark_fleet::service::{FleetService, StoredVerdict, VerdictStore};
 use bulwark_fleet::wire::{Action, Kill, KillCommand, PolicyUpdate, VERSION};
+use bulwark_gate::{Gate, WeakGate};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -380,70 +380,6 @@ fn serve(common: &Common, b: &Broker, fleet: &str) -> Result<ExitCode> {
             .await;
     });
     Ok(ExitCode::SUCCESS)
-}
-
-/// What the fleet drives in a front: its engine's policy, verdict cache and lockdown.
-pub trait FleetTarget: Send + Sync {
-    /// Puts a policy in force.
-    fn replace_policy(&self, policy: bulwark_policy::Policy);
-    /// Caches a verdict for a tool hash (0 minutes removes it).
-    fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64);
-    /// Drops every cached verdict.
-    fn flush_verdicts(&self);
-    /// Turns the lockdown stage on or off.
-    fn set_lockdown(&self, on: bool);
-}
-
-/// The daemon's service, held weakly: the service holds the device (its escalator), so a
-/// strong reference back would keep both alive for ever.
-pub struct ServiceTarget(pub std::sync::Weak<Service>);
-
-impl FleetTarget for ServiceTarget {
-    fn replace_policy(&self, policy: bulwark_policy::Policy) {
-        if let Some(s) = self.0.upgrade() {
-            s.evaluator.replace_policy(policy);
-        }
-    }
-    fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64) {
-        if let Some(s) = self.0.upgrade() {
-            s.evaluator.cache_verdict(tool_hash, verdict, ttl_min);
-        }
-    }
-    fn flush_verdicts(&self) {
-        if let Some(s) = self.0.upgrade() {
-            s.evaluator.flush_verdicts();
-        }
-    }
-    fn set_lockdown(&self, on: bool) {
-        if let Some(s) = self.0.upgrade() {
-            s.evaluator.set_lockdown(on);
-        }
-    }
-}
-
-/// A front that decides with a bare [`SharedEngine`] (the MCP gateway, the LLM proxy) and
-/// the monotonic clock it stamps that engine's state with.
-pub struct EngineTarget {
-    /// The engine.
-    pub engine: Arc<SharedEngine>,
-    /// The front's clock, in milliseconds.
-    pub now_ms: Arc<dyn Fn() -> u64 + Send + Sync>,
-}
-
-impl FleetTarget for EngineTarget {
-    fn replace_policy(&self, policy: bulwark_policy::Policy) {
-        self.engine.replace_policy(policy);
-    }
-    fn cache_verdict(&self, tool_hash: [u8; 32], verdict: Verdict, ttl_min: u64) {
-        self.engine
-            .cache_verdict(tool_hash, verdict, ttl_min, (self.now_ms)());
-    }
-    fn flush_verdicts(&self) {
-        self.engine.flush_verdicts();
-    }
-    fn set_lockdown(&self, on: bool) {
-        self.engine.set_lockdown(on);
-    }
 }
 
 /// The device side inside a front (`bulwark daemon`, `bulwark mcp`, `bulwark proxy`).
@@ -904,42 +840,50 @@ impl FleetDevice {
     }
 }
 
-/// The fleet device for a front that decides with a bare [`SharedEngine`] (`bulwark mcp`,
-/// `bulwark proxy`), when its policy has a `fleet:` section. The MQTT client gets a thread
-/// and runtime of its own: a front on a current-thread runtime may then wait for a
-/// `sync_block` verdict without stopping the client that brings it. The thread lives as
-/// long as the process.
-pub fn for_engine(
+/// The fleet device for `gate`, when its policy has a `fleet:` section: made, bound to the
+/// gate (which it drives, held weakly) and set as the gate's escalator. The MQTT client
+/// gets a thread and runtime of its own: a front on a current-thread runtime may then wait
+/// for a `sync_block` verdict without stopping the client that brings it. The thread lives
+/// as long as the process.
+pub fn for_gate(
     who: &'static str,
     label: Option<&str>,
     common: &Common,
-    engine: &Arc<SharedEngine>,
-    now_ms: Arc<dyn Fn() -> u64 + Send + Sync>,
-    audit: Option<Arc<bulwark_audit::AuditLog>>,
-) -> Result<Option<Arc<dyn Escalator>>> {
-    if engine.engine().policy().fleet.is_none() {
-        return Ok(None);
+    gate: &Arc<Gate>,
+) -> Result<()> {
+    if gate.engine().policy().fleet.is_none() {
+        return Ok(());
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the fleet client's runtime")?;
-    let device = runtime.block_on(async {
-        FleetDevice::new(who, label, common, engine.engine().policy(), audit)
-    })?;
-    let Some(device) = device else {
-        return Ok(None);
-    };
-    let target = Arc::new(EngineTarget {
-        engine: Arc::clone(engine),
-        now_ms,
-    });
-    runtime.block_on(async { device.attach(target, common.policy.as_deref()) })?;
+    runtime.block_on(async { attach(who, label, common, gate) })?;
     std::thread::Builder::new()
         .name("bulwark-fleet".into())
         .spawn(move || runtime.block_on(std::future::pending::<()>()))
         .context("cannot start the fleet client's thread")?;
-    Ok(Some(device as Arc<dyn Escalator>))
+    Ok(())
+}
+
+/// [`for_gate`] on the runtime the caller is in (the daemon's).
+pub fn attach(
+    who: &'static str,
+    label: Option<&str>,
+    common: &Common,
+    gate: &Arc<Gate>,
+) -> Result<()> {
+    let engine = gate.engine();
+    let Some(device) =
+        FleetDevice::new(who, label, common, engine.policy(), gate.audit().cloned())?
+    else {
+        return Ok(());
+    };
+    gate.set_escalator(Arc::clone(&device) as Arc<dyn Escalator>);
+    device.attach(
+        Arc::new(WeakGate(Arc::downgrade(gate))),
+        common.policy.as_deref(),
+    )
 }
 
 /// A policy from a slot's text: empty is the built-in policy.

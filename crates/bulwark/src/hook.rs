@@ -9,7 +9,6 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use bulwark_daemon::hook::{self, Event, HookError, SessionFiles};
-use bulwark_daemon::service::Evaluator;
 use bulwark_engine::Decision;
 
 use crate::cli::HookArgs;
@@ -95,7 +94,7 @@ fn decide(args: &HookArgs, input: &[u8]) -> Result<Option<(Event, Decision)>, St
         }
     }
     let policy = config::load_policy(&args.common).map_err(|e| format!("{e:#}"))?;
-    let evaluator = Evaluator::new(policy);
-    let d = files.decide(&evaluator, &call).map_err(|e| e.to_string())?;
+    let gate = bulwark_gate::Gate::new(policy, "hook");
+    let d = files.decide(&gate, &call).map_err(|e| e.to_string())?;
     Ok(Some((event, d)))
 }

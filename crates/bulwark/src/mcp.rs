@@ -4,7 +4,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use bulwark_engine::{Principal, SharedEngine};
+use bulwark_engine::Principal;
+use bulwark_gate::Gate;
 use bulwark_mcp::gateway::{Config, Gateway, MAX_PENDING};
 use bulwark_mcp::pinfile::{self, PinFile};
 use bulwark_mcp::stdio::{self, Ended, ServerCommand};
@@ -47,31 +48,27 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         identity
     };
     let callers = identities(&policy)?;
-    let engine = Arc::new(SharedEngine::new(policy));
-    engine.warm_up();
     let pins = PinFile::open(&pins_dir, &identity)?;
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "mcp")?;
-    let desk =
-        crate::approvals::desk(&args.common, engine.engine().policy(), audit.clone(), "mcp")?;
-    let escalator = crate::fleet::for_engine(
-        "mcp",
-        Some(&identity),
-        &args.common,
-        &engine,
-        Arc::new(bulwark_mcp::clock::now_ms),
-        audit.clone(),
-    )?;
+    let desk = crate::approvals::desk(&args.common, &policy, audit.clone(), "mcp")?;
+    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
+    let gate = Arc::new(
+        Gate::new(policy, "mcp")
+            .with_audit(audit.clone())
+            .with_desk(Some(Arc::clone(&desk)))
+            .with_metrics(args.admin.as_ref().map(|_| Arc::clone(&metrics))),
+    );
+    gate.warm_up();
+    crate::fleet::for_gate("mcp", Some(&identity), &args.common, &gate)?;
     if args.listen.is_some() || aggregated {
         let shared = Shared {
-            desk,
-            engine,
+            gate,
+            metrics,
             callers,
             pins_dir,
             identity,
             env,
-            audit,
             servers: if aggregated { servers } else { Vec::new() },
-            escalator,
         };
         return match &args.listen {
             Some(listen) => run_http(args, listen, shared),
@@ -93,31 +90,24 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         max_pending: MAX_PENDING,
     };
     let log_name = identity.clone();
-    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
     let admin = crate::approvals::admin(
         args.admin.as_deref(),
         &args.common,
-        engine.engine().policy(),
+        gate.engine().policy(),
         "mcp",
         Arc::clone(&metrics),
         audit.clone(),
         Some(Arc::clone(&desk)),
     )?;
-    let policy_for_service = Arc::clone(&engine);
+    let policy_for_service = Arc::clone(&gate);
+
     let gateway = Gateway::new(
-        engine,
+        gate,
         config,
         Some(pins),
-        audit.clone(),
         Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
     )
-    .context("cannot load the pins")?
-    .with_approvals(Some(Arc::clone(&desk)))
-    .with_escalator(escalator);
-    let gateway = match &args.admin {
-        Some(_) => gateway.with_metrics(Arc::clone(&metrics)),
-        None => gateway,
-    };
+    .context("cannot load the pins")?;
     let command = ServerCommand {
         argv: args.command.clone(),
         env,
@@ -131,12 +121,7 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     runtime.block_on(async move {
-        crate::approvals::spawn_service(
-            desk,
-            policy_for_service.engine().policy(),
-            &args.common,
-            "mcp",
-        );
+        crate::approvals::spawn_service(&policy_for_service, &args.common);
         crate::admin::start(admin, &format!("bulwark mcp [{identity}]")).await?;
         let server = match &args.upstream_url {
             Some(url) => {
@@ -361,34 +346,27 @@ pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
 
 /// What the fronts are built from.
 struct Shared {
-    desk: Arc<bulwark_approvals::Desk>,
-    engine: Arc<SharedEngine>,
+    gate: Arc<Gate>,
+    metrics: Arc<bulwark_audit::metrics::Metrics>,
     callers: bulwark_mcp::http::identity::Identity,
     pins_dir: std::path::PathBuf,
     identity: String,
     env: Vec<String>,
-    audit: Option<Arc<bulwark_audit::AuditLog>>,
     /// The policy's servers, when they are aggregated.
     servers: Vec<bulwark_policy::ServerSpec>,
-    /// The fleet, when the policy has a `fleet:` section.
-    escalator: Option<Arc<dyn bulwark_engine::Escalator>>,
 }
 
 impl Shared {
     /// The admin listener's settings when `--admin` asks for one.
-    fn admin(
-        &self,
-        args: &McpArgs,
-        metrics: &Arc<bulwark_audit::metrics::Metrics>,
-    ) -> Result<Option<crate::admin::Admin>> {
+    fn admin(&self, args: &McpArgs) -> Result<Option<crate::admin::Admin>> {
         crate::approvals::admin(
             args.admin.as_deref(),
             &args.common,
-            self.engine.engine().policy(),
+            self.gate.engine().policy(),
             "mcp",
-            Arc::clone(metrics),
-            self.audit.clone(),
-            Some(Arc::clone(&self.desk)),
+            Arc::clone(&self.metrics),
+            self.gate.audit().cloned(),
+            self.gate.desk().cloned(),
         )
     }
 }
@@ -399,19 +377,12 @@ type MakeGateway =
 /// Makes a gateway core for (client session, caller, server name), with one pin file per
 /// server shared by every session: a listing saved by one is not taken by the others for an
 /// operator's change (which would clear their withheld tools).
-fn gateway_maker(
-    shared: &Shared,
-    names: &[String],
-    front: &'static str,
-    metrics: Option<Arc<bulwark_audit::metrics::Metrics>>,
-) -> Result<MakeGateway> {
+fn gateway_maker(shared: &Shared, names: &[String], front: &'static str) -> Result<MakeGateway> {
     let mut pins = std::collections::HashMap::new();
     for n in names {
         pins.insert(n.clone(), PinFile::open(&shared.pins_dir, n)?);
     }
-    let (engine, audit) = (Arc::clone(&shared.engine), shared.audit.clone());
-    let desk = Arc::clone(&shared.desk);
-    let escalator = shared.escalator.clone();
+    let gate = Arc::clone(&shared.gate);
     Ok(Arc::new(
         move |session: &str, caller: &Principal, server: &str| {
             let pins = pins
@@ -433,19 +404,13 @@ fn gateway_maker(
             };
             let log_name = format!("{server} {digest}");
             let g = Gateway::new(
-                Arc::clone(&engine),
+                Arc::clone(&gate),
                 config,
                 Some(pins),
-                audit.clone(),
                 Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
             )
-            .map_err(|e| format!("cannot load the pins: {e}"))?
-            .with_approvals(Some(Arc::clone(&desk)))
-            .with_escalator(escalator.clone());
-            Ok(Arc::new(match &metrics {
-                Some(m) => g.with_metrics(Arc::clone(m)),
-                None => g,
-            }))
+            .map_err(|e| format!("cannot load the pins: {e}"))?;
+            Ok(Arc::new(g))
         },
     ))
 }
@@ -491,24 +456,18 @@ fn aggregate_connector(
 
 /// `bulwark mcp` with the policy's `servers:` on stdio: one client, every server.
 fn run_stdio_aggregate(args: &McpArgs, shared: Shared) -> Result<ExitCode> {
-    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
     let names: Vec<String> = shared.servers.iter().map(|s| s.name.clone()).collect();
-    let make = gateway_maker(
-        &shared,
-        &names,
-        "stdio",
-        args.admin.as_ref().map(|_| Arc::clone(&metrics)),
-    )?;
+    let make = gateway_maker(&shared, &names, "stdio")?;
     let connector = aggregate_connector(&shared, make)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
-    let closer = shared.audit.clone();
-    let admin = shared.admin(args, &metrics)?;
-    let (desk, engine) = (Arc::clone(&shared.desk), Arc::clone(&shared.engine));
+    let closer = shared.gate.audit().cloned();
+    let admin = shared.admin(args)?;
+    let gate = Arc::clone(&shared.gate);
     runtime.block_on(async move {
-        crate::approvals::spawn_service(desk, engine.engine().policy(), &args.common, "mcp");
+        crate::approvals::spawn_service(&gate, &args.common);
         crate::admin::start(admin, "bulwark mcp [servers]").await?;
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -547,19 +506,12 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
     use bulwark_mcp::http::guard::{Guard, LOOPBACK_HOSTS};
     use bulwark_mcp::http::{HttpConfig, HttpFront, RemoteConnector, StdioConnector};
 
-    let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
-    let counted = args.admin.as_ref().map(|_| Arc::clone(&metrics));
     let connector: Box<dyn bulwark_mcp::http::Connector> = if !shared.servers.is_empty() {
         let names: Vec<String> = shared.servers.iter().map(|s| s.name.clone()).collect();
-        let make = gateway_maker(&shared, &names, "http", counted)?;
+        let make = gateway_maker(&shared, &names, "http")?;
         Box::new(aggregate_connector(&shared, make)?)
     } else {
-        let make = gateway_maker(
-            &shared,
-            std::slice::from_ref(&shared.identity),
-            "http",
-            counted,
-        )?;
+        let make = gateway_maker(&shared, std::slice::from_ref(&shared.identity), "http")?;
         let name = shared.identity.clone();
         let gateway: bulwark_mcp::http::MakeGateway = Box::new(move |s, p| make(s, p, &name));
         match &args.upstream_url {
@@ -580,15 +532,14 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
             }),
         }
     };
-    let admin = shared.admin(args, &metrics)?;
+    let admin = shared.admin(args)?;
     let Shared {
         callers,
         identity,
-        audit,
-        desk,
-        engine,
+        gate,
         ..
     } = shared;
+    let audit = gate.audit().cloned();
     let addr: std::net::SocketAddr = listen
         .parse()
         .with_context(|| format!("--listen {listen:?} is not an address like 127.0.0.1:8848"))?;
@@ -628,7 +579,7 @@ fn run_http(args: &McpArgs, listen: &str, shared: Shared) -> Result<ExitCode> {
         .context("cannot start the runtime")?;
     let closer = audit.clone();
     runtime.block_on(async move {
-        crate::approvals::spawn_service(desk, engine.engine().policy(), &args.common, "mcp");
+        crate::approvals::spawn_service(&gate, &args.common);
         crate::admin::start(admin, &format!("bulwark mcp [{identity}]")).await?;
         let listener = tokio::net::TcpListener::bind(addr)
             .await

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use bulwark_engine::SharedEngine;
-use bulwark_llm::approval::UsedTokens;
+use bulwark_gate::Gate;
 use bulwark_llm::{Config, Proxy};
 
 use crate::cli::ProxyArgs;
@@ -40,7 +39,7 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
     };
     let state = config::state_dir(&args.common)?;
     let key = config::approval_key(&args.common)?;
-    let used = UsedTokens::open(&state.join("approvals-used"), unix_now())?;
+    let ledger = bulwark_gate::ledger::Ledger::open(&state.join("approvals-used"), unix_now())?;
     let audit = config::open_audit(&args.common, args.audit.as_deref(), "proxy")?;
     let desk = crate::approvals::desk(&args.common, &policy, audit.clone(), "proxy")?;
     let metrics = Arc::new(bulwark_audit::metrics::Metrics::new());
@@ -53,29 +52,23 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
         audit.clone(),
         Some(Arc::clone(&desk)),
     )?;
-    let engine = Arc::new(SharedEngine::new(policy));
-    engine.warm_up();
-    let service_engine = Arc::clone(&engine);
-    let epoch = std::time::Instant::now();
-    let escalator = crate::fleet::for_engine(
-        "proxy",
-        None,
-        &args.common,
-        &engine,
-        Arc::new(move || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)),
-        audit.clone(),
-    )?;
+    let store = bulwark_gate::MemoryStore::new(&policy).with_ledger(ledger);
+    let gate = Arc::new(
+        Gate::new(policy, "proxy")
+            .with_store(Arc::new(store))
+            .with_audit(audit.clone())
+            .with_desk(Some(desk))
+            .with_metrics(args.admin.as_ref().map(|_| Arc::clone(&metrics))),
+    );
+    gate.warm_up();
+    crate::fleet::for_gate("proxy", None, &args.common, &gate)?;
     let proxy = Proxy::new(
-        engine,
+        Arc::clone(&gate),
         Config {
             upstream: upstream.clone(),
             max_body: args.max_body,
             upstream_key,
             approval_key: Some(key),
-            used: Arc::new(used),
-            audit: audit.clone(),
-            desk: Some(Arc::clone(&desk)),
-            metrics: args.admin.as_ref().map(|_| Arc::clone(&metrics)),
             allowed_hosts: addr.ip().is_loopback().then(|| {
                 bulwark_llm::proxy::LOOPBACK_HOSTS
                     .iter()
@@ -83,8 +76,6 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
                     .chain(args.allow_host.iter().cloned())
                     .collect()
             }),
-            escalator,
-            epoch: Some(epoch),
         },
     )?;
     if !addr.ip().is_loopback() {
@@ -98,12 +89,7 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
         .build()
         .context("cannot start the runtime")?;
     runtime.block_on(async move {
-        crate::approvals::spawn_service(
-            desk,
-            service_engine.engine().policy(),
-            &args.common,
-            "proxy",
-        );
+        crate::approvals::spawn_service(&gate, &args.common);
         crate::admin::start(admin, "bulwark proxy").await?;
         let listener = tokio::net::TcpListener::bind(addr)
             .await

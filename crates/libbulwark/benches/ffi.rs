@@ -71,7 +71,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function("engine", |b| {
             b.iter(|| {
                 i = (i + 1) % w.calls.len();
-                black_box(h.evaluator().evaluate(&w.calls[i]))
+                black_box(h.gate().decide(&w.calls[i]))
             })
         });
         group.bench_function("rust_line", |b| {

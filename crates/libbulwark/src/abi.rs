@@ -89,10 +89,8 @@ pub unsafe extern "C" fn bulwark_evaluate(
     let bytes = unsafe { CStr::from_ptr(call_json) }.to_bytes();
     // The evaluator recovers its locks after a panic, so continuing to use it is sound.
     let out = catch_unwind(AssertUnwindSafe(|| handle.evaluate(bytes))).unwrap_or_else(|_| {
-        let version = catch_unwind(AssertUnwindSafe(|| {
-            handle.evaluator.policy().policy().version.clone()
-        }))
-        .unwrap_or_default();
+        let version =
+            catch_unwind(AssertUnwindSafe(|| handle.gate.policy_version())).unwrap_or_default();
         internal(&version)
     });
     to_c(out)

@@ -38,7 +38,7 @@ pub use abi::{bulwark_engine_free, bulwark_engine_new, bulwark_evaluate, bulwark
 
 /// The opaque engine handle C sees as `bulwark_engine`.
 pub struct Handle {
-    evaluator: bulwark_daemon::service::Evaluator,
+    gate: bulwark_gate::Gate,
 }
 
 impl Handle {
@@ -49,26 +49,26 @@ impl Handle {
             Some(text) => bulwark_policy::load_str("<policy_yaml>", text),
         }
         .map_err(|e| e.to_string())?;
-        let evaluator = bulwark_daemon::service::Evaluator::new(policy);
-        evaluator.warm_up();
-        Ok(Handle { evaluator })
+        let gate = bulwark_gate::Gate::new(policy, "libbulwark");
+        gate.warm_up();
+        Ok(Handle { gate })
     }
 
-    /// The evaluator behind the handle, for Rust callers and benches.
-    pub fn evaluator(&self) -> &bulwark_daemon::service::Evaluator {
-        &self.evaluator
+    /// The gate behind the handle, for Rust callers and benches.
+    pub fn gate(&self) -> &bulwark_gate::Gate {
+        &self.gate
     }
 
     /// Decides one `bulwark check` line, returning the decision JSON.
     pub fn evaluate(&self, bytes: &[u8]) -> String {
         match std::str::from_utf8(bytes) {
-            Ok(text) => self.evaluator.evaluate_line(text).to_json(),
+            Ok(text) => self.gate.decide_line(text).to_json(),
             Err(e) => self.invalid(&format!("call_json is not UTF-8: {e}")),
         }
     }
 
     fn invalid(&self, why: &str) -> String {
-        invalid(why, &self.evaluator.policy().policy().version)
+        invalid(why, &self.gate.policy_version())
     }
 }
 

@@ -55,9 +55,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         ctx.call_digest = Some(digest);
         return;
     }
-    let granted = env.grants.peek(&digest).is_some_and(|exp| *exp > now);
+    let granted =
+        ctx.approval.as_deref() == Some(digest.as_str()) || env.tables.granted(&digest, now);
     if granted {
-        env.grants.remove(&digest);
+        env.tables.use_grant(&digest);
         ctx.outcome = ctx.below_approve.clone();
         ctx.approved = true;
         ctx.explain(|| "a human approved this exact call".into());

@@ -14,7 +14,6 @@ use serde_json::json;
 use crate::call::Direction;
 use crate::canonical::{sha256_hex, to_string};
 use crate::decision::Finding;
-use crate::pins::Pin;
 use crate::pipeline::Ctx;
 use crate::schema_check;
 use crate::state::Env;
@@ -43,7 +42,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         );
         return;
     }
-    let pin = env.pins.get(server, name);
+    let pin = env.tables.pin(server, name);
+    let pin = pin.as_deref();
     if let Some((code, reason)) = pin.and_then(|p| p.quarantined.clone()) {
         ctx.findings.push(Finding::new(
             format!("integrity.{}", code.as_str().to_lowercase()),
@@ -88,7 +88,7 @@ fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let server = call.tool.server.as_deref();
     let name = &call.tool.name;
     let digest = definition_digest(name, def);
-    if let Some(pin) = env.pins.get(server, name) {
+    if let Some(pin) = env.tables.pin(server, name) {
         if let Some((code, reason)) = &pin.quarantined {
             ctx.raise(
                 Verdict::Block,
@@ -115,7 +115,7 @@ fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         }
         return;
     }
-    if env.pins.is_full() {
+    if env.tables.pins_full() {
         ctx.raise(
             Verdict::Block,
             ReasonCode::InvalidInput,
@@ -128,8 +128,8 @@ fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
     if server.is_some()
         && let Some(other) = env
-            .pins
-            .other_server(server, name)
+            .tables
+            .pinned_elsewhere(server, name)
             .filter(|o| !o.is_empty())
     {
         ctx.findings
@@ -155,25 +155,8 @@ pub(crate) fn commit_definition(ctx: &Ctx<'_>, env: &mut Env<'_>, allowed: bool)
     let name = &call.tool.name;
     let digest = definition_digest(name, def);
     if allowed {
-        if env
-            .pins
-            .get(server, name)
-            .is_some_and(|p| p.digest == digest)
-        {
-            env.pins.learn_schema(server, name, &def.input_schema);
-        }
-        if env.pins.get(server, name).is_none() {
-            env.pins.set(
-                server,
-                name,
-                Pin {
-                    digest,
-                    input_schema: def.input_schema.clone(),
-                    quarantined: None,
-                    offered: None,
-                },
-            );
-        }
+        env.tables
+            .pin_definition(server, name, digest, &def.input_schema);
     } else if let Some(
         code @ (ReasonCode::RugPull
         | ReasonCode::ToolPoisoning
@@ -183,7 +166,7 @@ pub(crate) fn commit_definition(ctx: &Ctx<'_>, env: &mut Env<'_>, allowed: bool)
     ) = ctx.outcome.code
     {
         // Withheld for what it says, not for why this one listing was refused (lockdown, limits).
-        env.pins
+        env.tables
             .quarantine(server, name, digest, code, ctx.outcome.reason.clone());
     }
 }

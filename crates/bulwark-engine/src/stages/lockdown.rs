@@ -7,7 +7,7 @@ use crate::pipeline::Ctx;
 use crate::state::Env;
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, env: &Env<'_>) {
-    if ctx.policy.lockdown || env.lockdown {
+    if ctx.policy.lockdown || env.tables.lockdown() {
         let by = if ctx.policy.lockdown {
             "the policy"
         } else {

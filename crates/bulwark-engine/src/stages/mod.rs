@@ -146,21 +146,23 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, env: &mut Env<'_>, allowed: bool) {
             if ctx.waived
                 && let Some(d) = &ctx.call_digest
             {
-                env.grants.remove(d);
+                env.tables.use_grant(d);
             }
             loop_guard::commit_call(ctx, env);
             sequences::commit(ctx, env);
-            let session = &mut *env.session;
-            session.calls += 1;
-            session.taint = session.taint.union(ctx.taint_out);
+            env.session.calls += 1;
+            if !ctx.hold_taint {
+                env.session.add_taint(ctx.taint_out);
+            }
         }
         Direction::Response => {
             if !allowed {
                 return;
             }
             loop_guard::commit_result(ctx, env);
-            let session = &mut *env.session;
-            session.taint = session.taint.union(ctx.taint_out);
+            if !ctx.hold_taint {
+                env.session.add_taint(ctx.taint_out);
+            }
         }
         Direction::Definition => integrity::commit_definition(ctx, env, allowed),
     }

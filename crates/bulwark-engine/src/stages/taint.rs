@@ -11,7 +11,7 @@ use crate::stages::approval::call_digest;
 use crate::state::Env;
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
-    let taint = env.session.taint;
+    let taint = env.session.taint();
     let forbidden = ctx.policy.taint.forbidden(taint).intersection(ctx.caps);
     ctx.explain(|| {
         format!(
@@ -36,10 +36,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         ctx.call.principal.id.as_deref(),
         &ctx.policy.version,
     );
-    let granted = env
-        .grants
-        .peek(&digest)
-        .is_some_and(|exp| *exp > ctx.now.mono_ms);
+    let granted = ctx.approval.as_deref() == Some(digest.as_str())
+        || env.tables.granted(&digest, ctx.now.mono_ms);
     ctx.call_digest = Some(digest);
     if granted {
         ctx.waived = true;

@@ -19,7 +19,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         Some(a) => Some(a.verdict),
         None => {
             let hash = crate::verdict_cache::tool_hash(name);
-            let hit = env.verdicts.get(&hash, ctx.now.mono_ms);
+            let hit = env.tables.verdict(&hash, ctx.now.mono_ms);
             ctx.cache_hit = hit.is_some();
             hit
         }

@@ -5,7 +5,6 @@
 //! write replaces the file atomically (write, sync, rename): a crash leaves the old pins or
 //! the new ones, never half of each.
 
-use crate::locks::lock;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -14,6 +13,13 @@ use std::time::SystemTime;
 use bulwark_engine::pins::PinRecord;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
 
 /// Why pins could not be read or written.
 #[derive(Debug, thiserror::Error)]
