@@ -6,7 +6,8 @@
 //! the state directory, so a restart loses nothing and a decision made through one
 //! instance reaches a call waiting in another. A channel — the admin API and console
 //! (`bulwark approvals approve ID`), a webhook, the [`inbox`] file, the MCP client's own
-//! user — decides; approving mints a token (a MAC over the digest and an expiry) that lets
+//! user — decides (the `service` module runs the inbox and webhook channels in a front, with the
+//! `service` feature); approving mints a token (a MAC over the digest and an expiry) that lets
 //! that one call through once. Nobody answering in time is a no. Every change of state is
 //! an audit entry, written before the change takes effect.
 //!
@@ -32,6 +33,8 @@
 pub mod desk;
 pub mod inbox;
 pub mod request;
+#[cfg(feature = "service")]
+pub mod service;
 pub mod store;
 pub mod webhook;
 

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod evaluate;
+pub mod front;
 pub mod hook;
 pub mod rpc;
 pub mod server;

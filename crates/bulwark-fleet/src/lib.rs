@@ -5,7 +5,9 @@
 //!
 //! The broker is the distributed part (Mosquitto, or a clustered broker); Bulwark never
 //! ships one. The protocol logic here is sans-I/O ([`device`], [`canary`], [`wire`],
-//! [`auth`]); [`client`] and [`service`] put it on MQTT with `rumqttc`.
+//! [`auth`]); [`client`] and [`service`] put it on MQTT with `rumqttc`; [`runtime`] is the
+//! device inside a front — its policy slots, kill switch and canary on disk, driving the
+//! front's gate and answering its escalations.
 //!
 //! ```
 //! use bulwark_fleet::auth::{FleetSigner, Trust};
@@ -30,6 +32,7 @@ pub mod auth;
 pub mod canary;
 pub mod client;
 pub mod device;
+pub mod runtime;
 pub mod service;
 pub mod tls;
 pub mod topics;

@@ -111,6 +111,15 @@ impl Gate {
         }
     }
 
+    /// A gate deciding with `policy`, read from `source` (which [`Gate::reload`] reads
+    /// again).
+    pub fn with_source(policy: Policy, source: PolicySource, front: &'static str) -> Gate {
+        Gate {
+            source,
+            ..Gate::new(policy, front)
+        }
+    }
+
     /// A gate for the policy at `source` (which [`Gate::reload`] reads again).
     pub fn load(
         source: PolicySource,

@@ -63,6 +63,7 @@ pub mod decide;
 pub mod gate;
 pub mod ledger;
 pub mod memory;
+pub mod parts;
 pub mod pinfile;
 pub mod store;
 
@@ -70,4 +71,5 @@ pub use clock::Clock;
 pub use decide::{Approval, Decide, Person, Ruling, refusal};
 pub use gate::{Gate, PolicySource, ReloadError, WeakGate};
 pub use memory::MemoryStore;
+pub use parts::{Parts, PartsError};
 pub use store::{Store, StoreError};

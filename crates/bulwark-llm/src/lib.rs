@@ -38,6 +38,7 @@
 
 pub mod api;
 pub mod approval;
+pub mod front;
 pub mod hint;
 pub mod history;
 pub mod judge;

@@ -1,9 +1,10 @@
 //! The HTTP/1.1 client the gateway reaches a remote MCP server with: one origin, an
 //! SSRF-checked connector, a small pool of kept-alive connections.
 //!
-//! The upstream's name is resolved here, every address is classified, and internal ones
-//! are refused unless the operator allowed them (cloud metadata never); the connection goes
-//! to a checked address, so a second resolution (DNS rebinding) cannot swap it. `https`
+//! Connections come from the SSRF-checked connector ([`bulwark_net::connect`]): the
+//! upstream's name is resolved there, every address is classified, and internal ones are
+//! refused unless the operator allowed them (cloud metadata never); the connection goes to
+//! a checked address, so a second resolution (DNS rebinding) cannot swap it. `https`
 //! goes through rustls with the platform's roots. Redirects are never followed: an answer
 //! is an answer.
 //!
@@ -18,7 +19,6 @@
 //! the server stops reading by [`WRITE_STALL`] (or the read timeout, when shorter).
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, Uri, header};
-use bulwark_net::HostClass;
+use bulwark_net::connect::ConnectError;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
@@ -61,26 +61,11 @@ pub const WRITE_STALL: Duration = Duration::from_secs(300);
 /// Why a request got no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The name did not resolve.
-    #[error("cannot resolve {host}: {source}")]
-    Resolve {
-        /// The name.
-        host: String,
-        /// The resolver's error.
-        source: std::io::Error,
-    },
-    /// Every address the name resolves to is one the gateway may not connect to.
-    #[error("{0} resolves only to addresses the gateway may not connect to")]
-    Refused(String),
-    /// No address accepted a connection.
-    #[error("cannot connect to {host}: {source}")]
-    Connect {
-        /// The upstream's host.
-        host: String,
-        /// The last address's error.
-        source: std::io::Error,
-    },
-    /// Connecting (TCP and TLS) took longer than [`CONNECT_TIMEOUT`].
+    /// No checked address could be connected to (the SSRF-checked connector's answer:
+    /// unresolved, only internal addresses, refused, or out of time).
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// The TLS handshake took longer than [`CONNECT_TIMEOUT`].
     #[error("connecting to {0} timed out")]
     ConnectTimeout(String),
     /// The TLS handshake failed (an untrusted or mismatched certificate, most often).
@@ -114,16 +99,6 @@ impl ClientError {
             }
         }
         why
-    }
-}
-
-/// Whether an address may be connected to.
-pub(crate) fn allowed(ip: std::net::IpAddr, allow_internal: bool) -> Result<(), HostClass> {
-    let class = bulwark_net::class::classify_ip(ip);
-    if !class.is_internal() || (allow_internal && class != HostClass::Metadata) {
-        Ok(())
-    } else {
-        Err(class)
     }
 }
 
@@ -283,35 +258,14 @@ impl Client {
         }
     }
 
-    /// A new connection to a checked address.
+    /// A new connection to a checked address ([`bulwark_net::connect`]).
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, ClientError> {
         let inner = &self.inner;
         let host = &inner.host;
         let timed_out = || ClientError::ConnectTimeout(host.clone());
-        let addrs = tokio::time::timeout(CONNECT_TIMEOUT, self.resolve())
-            .await
-            .map_err(|_| timed_out())??;
-        // Each address gets its share of the time, so one that drops packets (a broken IPv6
-        // route, typically) leaves time for the next.
-        let share = CONNECT_TIMEOUT / u32::try_from(addrs.len()).unwrap_or(u32::MAX).max(1);
-        let mut last = None;
-        let mut stream = None;
-        for a in addrs {
-            match tokio::time::timeout(share, tokio::net::TcpStream::connect(a)).await {
-                Ok(Ok(s)) => {
-                    stream = Some(s);
-                    break;
-                }
-                Ok(Err(e)) => last = Some(e),
-                Err(_) => last = Some(std::io::ErrorKind::TimedOut.into()),
-            }
-        }
-        let Some(stream) = stream else {
-            return Err(ClientError::Connect {
-                host: host.clone(),
-                source: last.unwrap_or_else(|| std::io::ErrorKind::NotFound.into()),
-            });
-        };
+        let stream =
+            bulwark_net::connect::connect(host, inner.port, inner.allow_internal, CONNECT_TIMEOUT)
+                .await?;
         tokio::time::timeout(CONNECT_TIMEOUT, async {
             // Requests are small and answered at once: Nagle's delay would be pure latency.
             let _ = stream.set_nodelay(true);
@@ -339,26 +293,6 @@ impl Client {
         })
         .await
         .map_err(|_| timed_out())?
-    }
-
-    /// The addresses the host may be reached at: resolved here, internal ones dropped.
-    async fn resolve(&self) -> Result<Vec<SocketAddr>, ClientError> {
-        let inner = &self.inner;
-        let found: Vec<SocketAddr> = tokio::net::lookup_host((inner.host.as_str(), inner.port))
-            .await
-            .map_err(|source| ClientError::Resolve {
-                host: inner.host.clone(),
-                source,
-            })?
-            .collect();
-        let ok: Vec<SocketAddr> = found
-            .into_iter()
-            .filter(|a| allowed(a.ip().to_canonical(), inner.allow_internal).is_ok())
-            .collect();
-        if ok.is_empty() {
-            return Err(ClientError::Refused(inner.host.clone()));
-        }
-        Ok(ok)
     }
 }
 
@@ -682,7 +616,10 @@ mod tests {
         let target: Uri = "/mcp".parse().unwrap();
         let refused = Client::new(&named, false, Duration::from_secs(5)).unwrap();
         let e = get(&refused, &target).await.err().unwrap();
-        assert!(matches!(e, ClientError::Refused(_)), "{e}");
+        assert!(
+            matches!(e, ClientError::Connect(ConnectError::Refused(_))),
+            "{e}"
+        );
         assert!(e.to_string().contains("may not connect"), "{e}");
         assert_eq!(accepted.load(Ordering::SeqCst), 0);
         let allowed = Client::new(&named, true, Duration::from_secs(5)).unwrap();

@@ -1,5 +1,12 @@
-//! Bulwark's MCP gateway: every message between an MCP client and its servers goes
-//! through the engine.
+//! Bulwark's MCP gateway: every message between an MCP client and its servers is decided
+//! through the gate ([`bulwark_gate::Gate`]).
+//!
+//! [`front`] builds the gateway for a process (`bulwark mcp`): the stdio wrapper around one
+//! server, the policy's servers aggregated, or the Streamable HTTP listener. [`gateway`]
+//! decides one session's messages — calls, results, definitions, a server's requests — and
+//! [`enforce`] renders a refusal; [`stdio`], [`http`], [`remote`], [`client`] and
+//! [`aggregate`] move the messages. Upstream connections go through the SSRF-checked
+//! connector of `bulwark-net`; pins are kept by the gate ([`pinfile`]).
 //!
 //! ```
 //! use bulwark_mcp::jsonrpc::{parse, Kind};
@@ -12,6 +19,7 @@ pub mod client;
 pub mod clock;
 pub mod enforce;
 pub mod frame;
+pub mod front;
 pub mod gateway;
 pub mod hold;
 pub mod http;

@@ -152,7 +152,7 @@ impl Remote {
             None => return Err(RemoteError::Url(url.to_string())),
         };
         if let Some(ip) = ip
-            && let Err(class) = client::allowed(ip.to_canonical(), allow_internal)
+            && let Err(class) = bulwark_net::connect::allowed(ip, allow_internal)
         {
             return Err(RemoteError::Internal(url.to_string(), class.as_str()));
         }

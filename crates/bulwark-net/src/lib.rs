@@ -10,7 +10,9 @@
 //! the destination is refused. The alternative, picking the one "right" parser, loses to
 //! whichever client the tool happens to use.
 //!
-//! This crate is a leaf: it knows nothing of policies or tool calls.
+//! This crate is a leaf: it knows nothing of policies or tool calls. With the `connect`
+//! feature it also connects ([`connect`]): resolve here, check every address, connect to a
+//! checked one — the connector every front reaches an upstream through.
 //!
 //! ```
 //! use bulwark_net::{assess, Allowlist, HostClass, SsrfFinding, DEFAULT_SCHEMES};
@@ -29,6 +31,7 @@
 pub mod allowlist;
 pub mod assess;
 pub mod class;
+pub mod connect;
 pub mod destination;
 pub mod ipv4;
 

@@ -38,6 +38,46 @@ pub fn open_audit(
     Ok(Some(log))
 }
 
+/// What a front's gate is made of: the policy (`--policy` or the built-in one), the state
+/// directory, the `--audit` log and the approval key.
+pub fn parts(
+    common: &Common,
+    front: &'static str,
+    audit: Option<&Path>,
+) -> Result<bulwark_gate::Parts> {
+    Ok(bulwark_gate::Parts {
+        front,
+        policy: load_policy(common)?,
+        source: bulwark_gate::PolicySource::of(common.policy.as_deref()),
+        state_dir: state_dir(common)?,
+        audit: open_audit(common, audit, front)?,
+        approval_key: approval_key(common)?,
+        count: false,
+        ledger: false,
+    })
+}
+
+/// The admin listener's settings when `--admin ADDR` asks for one: the token from the state
+/// directory (or `BULWARK_ADMIN_TOKEN`), the address written to STATE_DIR/admin.addr for
+/// the CLI.
+pub fn admin(common: &Common, addr: Option<&str>) -> Result<Option<bulwark_admin::Settings>> {
+    let Some(addr) = addr else { return Ok(None) };
+    Ok(Some(bulwark_admin::Settings {
+        addr: addr.to_string(),
+        token: admin_token(common)?,
+        webhook_secret: webhook_secret(),
+        addr_file: Some(state_dir(common)?.join("admin.addr")),
+    }))
+}
+
+/// The secret webhook posts and callbacks are signed with (`BULWARK_WEBHOOK_SECRET`).
+pub fn webhook_secret() -> Option<Vec<u8>> {
+    std::env::var("BULWARK_WEBHOOK_SECRET")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .map(String::into_bytes)
+}
+
 /// The policy named by `--policy`, or the built-in default.
 pub fn load_policy(common: &Common) -> Result<Policy> {
     match &common.policy {

@@ -1,4 +1,7 @@
-//! The `bulwark` binary: the CLI, configuration and wiring of Bulwark's fronts.
+//! The `bulwark` binary: the CLI, configuration loading (the policy, the state directory
+//! and its keys, the audit log) and dispatch. Each front is built by its own crate
+//! (`bulwark_mcp::front`, `bulwark_llm::front`, `bulwark_daemon::front`) from what is
+//! loaded here; everything else a command does lives in a library.
 //!
 //! ```text
 //! bulwark check calls.jsonl            # decide JSON Lines of calls
@@ -12,7 +15,6 @@
 //! bulwark audit verify audit.jsonl      # check the tamper-evident audit log
 //! ```
 
-mod admin;
 mod approvals;
 mod audit;
 mod check;

@@ -1,13 +1,33 @@
-//! A front's admin listener, on loopback by default: `GET /metrics` (Prometheus text), the
-//! approvals API the `bulwark approvals` commands and webhooks' callbacks use, and the web
-//! console (`GET /`). Deliberately small — HTTP/1.1 without keep-alive — and bounded: a
-//! request head over 8 KiB, a body over 64 KiB, a request slower than 5 s, or more than 16
-//! connections at once are cut off.
+//! A front's admin listener: `GET /metrics` (Prometheus text), the approvals API that
+//! `bulwark approvals` and webhook callbacks use, and the web console (`GET /`).
+//!
+//! On loopback by default, HTTP/1.1 without keep-alive on hyper, and bounded: a request head
+//! over 8 KiB (431), a body over 64 KiB (413), a request slower than 5 s (dropped), or more
+//! than 16 connections at once (turned away) are cut off.
 //!
 //! Everything but `/metrics` and the console page itself needs the admin token
 //! (`Authorization: Bearer …`, STATE_DIR/admin.token); a webhook callback is authenticated
 //! by its signature instead. Requests naming another host than the listener's, or sent by
 //! a page on another origin, are refused (403): a browser tab cannot be turned against it.
+//!
+//! ```no_run
+//! # async fn demo(metrics: std::sync::Arc<bulwark_audit::metrics::Metrics>) {
+//! let admin = bulwark_admin::Admin {
+//!     addr: "127.0.0.1:0".into(),
+//!     front: "mcp",
+//!     metrics,
+//!     audit: None,
+//!     desk: None,
+//!     token: "0123456789abcdef".repeat(4),
+//!     webhook_secret: None,
+//!     decide_here: true,
+//!     webhook_channel: false,
+//!     addr_file: None,
+//! };
+//! let at = bulwark_admin::serve(admin).await.unwrap();
+//! println!("console at http://{at}/");
+//! # }
+//! ```
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,17 +35,25 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
 use bulwark_approvals::Desk;
 use bulwark_audit::AuditLog;
 use bulwark_audit::metrics::Metrics;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-const MAX_HEAD: usize = 8 * 1024;
-const MAX_BODY: usize = 64 * 1024;
+/// Largest request head.
+pub const MAX_HEAD: usize = 8 * 1024;
+/// Largest request body.
+pub const MAX_BODY: usize = 64 * 1024;
+/// Longest a request may take, from connection to answer.
+pub const REQUEST_TIME: Duration = Duration::from_secs(5);
+/// Most connections served at once.
+pub const MAX_CONNECTIONS: usize = 16;
 /// The console: one page, no external assets.
 const CONSOLE: &str = include_str!("console.html");
 
@@ -53,8 +81,57 @@ pub struct Admin {
     pub addr_file: Option<PathBuf>,
 }
 
+/// Where and how the listener is reached, as the operator configured it.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Where to listen (`HOST:PORT`).
+    pub addr: String,
+    /// The bearer token for the API (STATE_DIR/admin.token).
+    pub token: String,
+    /// The secret webhook callbacks are signed with (`BULWARK_WEBHOOK_SECRET`).
+    pub webhook_secret: Option<Vec<u8>>,
+    /// Where to write the listener's address for the CLI (STATE_DIR/admin.addr).
+    pub addr_file: Option<PathBuf>,
+}
+
+impl Admin {
+    /// The listener for `front`: its metrics, audit log and desk, and what the policy's
+    /// approval channels let people do here.
+    pub fn new(
+        settings: Settings,
+        front: &'static str,
+        metrics: Arc<Metrics>,
+        audit: Option<Arc<AuditLog>>,
+        desk: Option<Arc<Desk>>,
+        policy: &bulwark_policy::Policy,
+    ) -> Admin {
+        use bulwark_policy::ApprovalChannel;
+        let channels = &policy.approvals.channels;
+        Admin {
+            addr: settings.addr,
+            front,
+            metrics,
+            audit,
+            desk,
+            token: settings.token,
+            webhook_secret: settings.webhook_secret,
+            decide_here: channels.contains(&ApprovalChannel::Cli),
+            webhook_channel: channels.contains(&ApprovalChannel::Webhook),
+            addr_file: settings.addr_file,
+        }
+    }
+}
+
+/// Why the listener could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen on {addr} for the admin endpoint: {source}")]
+pub struct AdminError {
+    addr: String,
+    source: std::io::Error,
+}
+
 /// Serves `admin` when there is one, saying where as `who`.
-pub async fn start(admin: Option<Admin>, who: &str) -> Result<()> {
+pub async fn start(admin: Option<Admin>, who: &str) -> Result<(), AdminError> {
     if let Some(admin) = admin {
         let at = serve(admin).await?;
         eprintln!("{who}: console at http://{at}/ and metrics at http://{at}/metrics");
@@ -63,12 +140,13 @@ pub async fn start(admin: Option<Admin>, who: &str) -> Result<()> {
 }
 
 /// Binds the listener (warning when it is not loopback) and serves it in the background.
-pub async fn serve(admin: Admin) -> Result<SocketAddr> {
-    let addr = admin.addr.as_str();
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr} for the admin endpoint"))?;
-    let local = listener.local_addr()?;
+pub async fn serve(admin: Admin) -> Result<SocketAddr, AdminError> {
+    let err = |source| AdminError {
+        addr: admin.addr.clone(),
+        source,
+    };
+    let listener = TcpListener::bind(admin.addr.as_str()).await.map_err(err)?;
+    let local = listener.local_addr().map_err(err)?;
     let front = admin.front;
     if !local.ip().is_loopback() {
         eprintln!(
@@ -81,7 +159,7 @@ pub async fn serve(admin: Admin) -> Result<SocketAddr> {
         eprintln!("bulwark {front}: cannot write {}: {e}", f.display());
     }
     let admin = Arc::new(admin);
-    let slots = Arc::new(Semaphore::new(16));
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -93,8 +171,15 @@ pub async fn serve(admin: Admin) -> Result<SocketAddr> {
             };
             let admin = Arc::clone(&admin);
             tokio::spawn(async move {
-                let _ = tokio::time::timeout(Duration::from_secs(5), answer(stream, &admin, local))
-                    .await;
+                let service = hyper::service::service_fn(move |req| {
+                    let admin = Arc::clone(&admin);
+                    async move { Ok::<_, std::convert::Infallible>(answer(req, &admin, local).await) }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .keep_alive(false)
+                    .max_buf_size(MAX_HEAD)
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                let _ = tokio::time::timeout(REQUEST_TIME, conn).await;
                 drop(permit);
             });
         }
@@ -102,21 +187,18 @@ pub async fn serve(admin: Admin) -> Result<SocketAddr> {
     Ok(local)
 }
 
-/// One parsed request.
+/// One request as the routes read it.
 struct Req {
-    method: String,
+    method: Method,
     path: String,
     query: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+    headers: HeaderMap,
+    body: Bytes,
 }
 
 impl Req {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
     fn query(&self, name: &str) -> Option<&str> {
@@ -128,83 +210,56 @@ impl Req {
     }
 }
 
-enum Read {
-    Req(Req),
-    /// Something that cannot be answered normally: the status and why.
-    Bad(&'static str, String),
+/// The status, the body and its content type.
+type Reply = (StatusCode, String, &'static str);
+
+fn json_reply(status: StatusCode, v: &Value) -> Reply {
+    (status, v.to_string(), "application/json")
 }
 
-async fn read(stream: &mut TcpStream) -> std::io::Result<Option<Read>> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 2048];
-    let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        if buf.len() + n > MAX_HEAD + MAX_BODY {
-            return Ok(Some(Read::Bad(
-                "431 Request Header Fields Too Large",
-                "request head too large".into(),
-            )));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if buf.len() > MAX_HEAD && !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            return Ok(Some(Read::Bad(
-                "431 Request Header Fields Too Large",
-                format!("request head over {MAX_HEAD} bytes"),
-            )));
-        }
+fn error(status: StatusCode, why: impl Into<String>) -> Reply {
+    json_reply(status, &json!({"error": why.into()}))
+}
+
+async fn answer(req: Request<Incoming>, admin: &Admin, local: SocketAddr) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let reply = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(b) => route(
+            &Req {
+                method: parts.method,
+                path: parts.uri.path().to_string(),
+                query: parts.uri.query().unwrap_or_default().to_string(),
+                headers: parts.headers,
+                body: b.to_bytes(),
+            },
+            admin,
+            local,
+        ),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("body over {MAX_BODY} bytes"),
+        ),
+        Err(e) => error(
+            StatusCode::BAD_REQUEST,
+            format!("cannot read the body: {e}"),
+        ),
     };
-    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next().unwrap_or_default().split(' ');
-    let method = first.next().unwrap_or_default().to_string();
-    let target = first.next().unwrap_or_default();
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let length = headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-        .map(|(_, v)| v.parse::<usize>());
-    let length = match length {
-        None => 0,
-        Some(Ok(n)) if n <= MAX_BODY => n,
-        Some(Ok(n)) => {
-            return Ok(Some(Read::Bad(
-                "413 Payload Too Large",
-                format!("body of {n} bytes, over {MAX_BODY}"),
-            )));
-        }
-        Some(Err(_)) => {
-            return Ok(Some(Read::Bad(
-                "400 Bad Request",
-                "bad Content-Length".into(),
-            )));
-        }
-    };
-    let mut body = buf[end + 4..].to_vec();
-    while body.len() < length {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    body.truncate(length);
-    Ok(Some(Read::Req(Req {
-        method,
-        path: path.to_string(),
-        query: query.to_string(),
-        headers,
-        body,
-    })))
+    let (status, body, ctype) = reply;
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    let fixed = |v: &'static str| HeaderValue::from_static(v);
+    h.insert("content-type", fixed(ctype));
+    h.insert("cache-control", fixed("no-store"));
+    h.insert("x-content-type-options", fixed("nosniff"));
+    h.insert("x-frame-options", fixed("DENY"));
+    h.insert(
+        "content-security-policy",
+        fixed(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+        ),
+    );
+    resp
 }
 
 /// Whether a Host or Origin host names this listener: a loopback name when it listens on
@@ -260,37 +315,11 @@ fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
-type Reply = (&'static str, String, &'static str);
-
-fn json_reply(status: &'static str, v: &Value) -> Reply {
-    (status, v.to_string(), "application/json")
-}
-
-fn error(status: &'static str, why: impl Into<String>) -> Reply {
-    json_reply(status, &json!({"error": why.into()}))
-}
-
-async fn answer(mut stream: TcpStream, admin: &Admin, local: SocketAddr) -> Result<()> {
-    let reply = match read(&mut stream).await? {
-        None => return Ok(()),
-        Some(Read::Bad(status, why)) => error(status, why),
-        Some(Read::Req(req)) => route(&req, admin, local),
-    };
-    let (status, body, ctype) = reply;
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\nContent-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body.as_bytes()).await?;
-    stream.shutdown().await?;
-    Ok(())
-}
-
 fn route(req: &Req, admin: &Admin, local: SocketAddr) -> Reply {
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
-    match (req.method.as_str(), segments.as_slice()) {
-        ("GET", ["metrics"]) => {
+    let get = req.method == Method::GET;
+    match segments.as_slice() {
+        ["metrics"] if get => {
             if let Some(a) = &admin.audit {
                 let (depth, dropped) = a.telemetry_queue();
                 admin.metrics.queue_depth.store(depth, Ordering::Relaxed);
@@ -300,67 +329,82 @@ fn route(req: &Req, admin: &Admin, local: SocketAddr) -> Reply {
                     .store(dropped, Ordering::Relaxed);
             }
             (
-                "200 OK",
+                StatusCode::OK,
                 admin.metrics.render(),
                 "text/plain; version=0.0.4; charset=utf-8",
             )
         }
-        ("GET", [""]) | ("GET", ["console"]) => {
+        [""] | ["console"] if get => {
             if let Err(why) = same_origin(req, local) {
-                return error("403 Forbidden", why);
+                return error(StatusCode::FORBIDDEN, why);
             }
-            ("200 OK", CONSOLE.to_string(), "text/html; charset=utf-8")
+            (
+                StatusCode::OK,
+                CONSOLE.to_string(),
+                "text/html; charset=utf-8",
+            )
         }
-        (_, ["api", "approvals", id, "callback"]) => {
-            if req.method != "POST" {
-                return error("405 Method Not Allowed", "POST a signed callback here");
+        ["api", "approvals", id, "callback"] => {
+            if req.method != Method::POST {
+                return error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "POST a signed callback here",
+                );
             }
             callback(req, admin, id)
         }
-        (_, ["api", ..]) => {
+        ["api", rest @ ..] => {
             if let Err(why) = same_origin(req, local) {
-                return error("403 Forbidden", why);
+                return error(StatusCode::FORBIDDEN, why);
             }
             if !authorised(req, &admin.token) {
                 return error(
-                    "401 Unauthorized",
+                    StatusCode::UNAUTHORIZED,
                     "the admin token is needed (Authorization: Bearer, from STATE_DIR/admin.token)",
                 );
             }
-            api(req, admin, &segments[1..])
+            api(req, admin, rest)
         }
-        ("GET", _) => error("404 Not Found", "not here: /, /metrics, /api/…"),
-        _ => error("405 Method Not Allowed", "not a method this endpoint takes"),
+        _ if get => error(StatusCode::NOT_FOUND, "not here: /, /metrics, /api/…"),
+        _ => error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "not a method this endpoint takes",
+        ),
     }
 }
 
 fn api(req: &Req, admin: &Admin, rest: &[&str]) -> Reply {
     let now = unix_now();
-    match (req.method.as_str(), rest) {
-        ("GET", ["feed"]) => {
+    let get = req.method == Method::GET;
+    match rest {
+        ["feed"] if get => {
             let after = req.query("after").and_then(|a| a.parse().ok()).unwrap_or(0);
-            json_reply("200 OK", &json!({"decisions": admin.metrics.feed(after)}))
+            json_reply(
+                StatusCode::OK,
+                &json!({"decisions": admin.metrics.feed(after)}),
+            )
         }
-        ("GET", ["summary"]) => {
+        ["summary"] if get => {
             let mut s = admin.metrics.summary();
             s["front"] = json!(admin.front);
             s["approvals"] = json!(admin.desk.is_some());
             s["decide_here"] = json!(admin.decide_here);
-            json_reply("200 OK", &s)
+            json_reply(StatusCode::OK, &s)
         }
-        (_, ["approvals", ..]) => {
+        ["approvals", rest @ ..] => {
             let Some(desk) = &admin.desk else {
-                return error("404 Not Found", "this instance asks for no approvals");
+                return error(StatusCode::NOT_FOUND, "this instance asks for no approvals");
             };
-            approvals(req, admin, desk, &rest[1..], now)
+            approvals(req, admin, desk, rest, now)
         }
-        _ => error("404 Not Found", "no such API"),
+        _ => error(StatusCode::NOT_FOUND, "no such API"),
     }
 }
 
 fn approvals(req: &Req, admin: &Admin, desk: &Desk, rest: &[&str], now: u64) -> Reply {
-    match (req.method.as_str(), rest) {
-        ("GET", []) => match desk.list(now) {
+    let (get, post) = (req.method == Method::GET, req.method == Method::POST);
+    match rest {
+        [] if get => match desk.list(now) {
             Ok(list) => {
                 let want = req.query("status");
                 let list: Vec<_> = list
@@ -368,11 +412,11 @@ fn approvals(req: &Req, admin: &Admin, desk: &Desk, rest: &[&str], now: u64) -> 
                     .filter(|r| want.is_none_or(|w| w == "all" || w == r.status.as_str()))
                     .take(500)
                     .collect();
-                json_reply("200 OK", &json!({"now": now, "requests": list}))
+                json_reply(StatusCode::OK, &json!({"now": now, "requests": list}))
             }
-            Err(e) => error("500 Internal Server Error", e.to_string()),
+            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         },
-        ("GET", [id]) => match desk.store().get(id) {
+        [id] if get => match desk.store().get(id) {
             Ok(Some(r)) => {
                 // The token is shown while it can still be used: the proxy's agent needs it.
                 let mut shown = r.clone();
@@ -380,15 +424,15 @@ fn approvals(req: &Req, admin: &Admin, desk: &Desk, rest: &[&str], now: u64) -> 
                 if shown.status != bulwark_approvals::Status::Approved {
                     shown.token = None;
                 }
-                json_reply("200 OK", &json!(shown))
+                json_reply(StatusCode::OK, &json!(shown))
             }
-            Ok(None) => error("404 Not Found", format!("no approval request {id:?}")),
-            Err(e) => error("500 Internal Server Error", e.to_string()),
+            Ok(None) => error(StatusCode::NOT_FOUND, format!("no approval request {id:?}")),
+            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         },
-        ("POST", [id, verb @ ("approve" | "deny")]) => {
+        [id, verb @ ("approve" | "deny")] if post => {
             if !admin.decide_here {
                 return error(
-                    "403 Forbidden",
+                    StatusCode::FORBIDDEN,
                     "the policy's approvals.channels leaves out `cli`: nobody decides here",
                 );
             }
@@ -397,7 +441,9 @@ fn approvals(req: &Req, admin: &Admin, desk: &Desk, rest: &[&str], now: u64) -> 
             } else {
                 match serde_json::from_slice(&req.body) {
                     Ok(v) => v,
-                    Err(e) => return error("400 Bad Request", format!("body is not JSON: {e}")),
+                    Err(e) => {
+                        return error(StatusCode::BAD_REQUEST, format!("body is not JSON: {e}"));
+                    }
                 }
             };
             let via = match body.get("via").and_then(Value::as_str) {
@@ -413,18 +459,21 @@ fn approvals(req: &Req, admin: &Admin, desk: &Desk, rest: &[&str], now: u64) -> 
                         r.id,
                         r.status.as_str()
                     );
-                    json_reply("200 OK", &json!(r))
+                    json_reply(StatusCode::OK, &json!(r))
                 }
-                Err(e @ bulwark_approvals::StoreError::Unknown(_)) => {
-                    error("404 Not Found", e.to_string())
-                }
-                Err(e @ bulwark_approvals::StoreError::NotPending(..)) => {
-                    error("409 Conflict", e.to_string())
-                }
-                Err(e) => error("500 Internal Server Error", e.to_string()),
+                Err(e) => store_error(e),
             }
         }
-        _ => error("404 Not Found", "no such approvals API"),
+        _ => error(StatusCode::NOT_FOUND, "no such approvals API"),
+    }
+}
+
+fn store_error(e: bulwark_approvals::StoreError) -> Reply {
+    use bulwark_approvals::StoreError;
+    match e {
+        StoreError::Unknown(_) => error(StatusCode::NOT_FOUND, e.to_string()),
+        StoreError::NotPending(..) => error(StatusCode::CONFLICT, e.to_string()),
+        e => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
@@ -433,7 +482,7 @@ fn callback(req: &Req, admin: &Admin, id: &str) -> Reply {
         (&admin.desk, &admin.webhook_secret, admin.webhook_channel)
     else {
         return error(
-            "404 Not Found",
+            StatusCode::NOT_FOUND,
             "no webhook callbacks here (set BULWARK_WEBHOOK_SECRET and approvals.webhook_url)",
         );
     };
@@ -445,24 +494,23 @@ fn callback(req: &Req, admin: &Admin, id: &str) -> Reply {
         .unwrap_or_default();
     if !bulwark_approvals::webhook::verify(secret, ts, id, &req.body, sig, unix_now()) {
         return error(
-            "401 Unauthorized",
+            StatusCode::UNAUTHORIZED,
             "bad, stale or missing X-Bulwark-Signature / X-Bulwark-Timestamp",
         );
     }
     let verdict: bulwark_approvals::webhook::Verdict = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
-        Err(e) => return error("400 Bad Request", format!("not a verdict: {e}")),
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("not a verdict: {e}")),
     };
     let Some(yes) = verdict.approves() else {
-        return error("400 Bad Request", "decision must be approve or deny");
+        return error(StatusCode::BAD_REQUEST, "decision must be approve or deny");
     };
     match desk.decide(id, yes, "webhook", verdict.note.as_deref(), unix_now()) {
-        Ok(r) => json_reply("200 OK", &json!({"id": r.id, "status": r.status.as_str()})),
-        Err(e @ bulwark_approvals::StoreError::Unknown(_)) => error("404 Not Found", e.to_string()),
-        Err(e @ bulwark_approvals::StoreError::NotPending(..)) => {
-            error("409 Conflict", e.to_string())
-        }
-        Err(e) => error("500 Internal Server Error", e.to_string()),
+        Ok(r) => json_reply(
+            StatusCode::OK,
+            &json!({"id": r.id, "status": r.status.as_str()}),
+        ),
+        Err(e) => store_error(e),
     }
 }
 
