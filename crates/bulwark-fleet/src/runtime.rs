@@ -8,9 +8,9 @@
 //!
 //! ```no_run
 //! # fn demo(gate: std::sync::Arc<dyn bulwark_engine::FleetTarget>, policy: &bulwark_policy::Policy)
-//! # -> Result<(), crate::runtime::FleetError> {
+//! # -> Result<(), bulwark_fleet::runtime::FleetError> {
 //! let state = std::path::Path::new("/var/lib/bulwark");
-//! let device = crate::runtime::start_on_own_thread(
+//! let device = bulwark_fleet::runtime::start_on_own_thread(
 //!     "mcp", Some("db-server"), state, policy, None, gate, None)?;
 //! // Some(device) when the policy has a `fleet:` section: give it to the gate as its
 //! // escalator (`Gate::set_escalator`).
