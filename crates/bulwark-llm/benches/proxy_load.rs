@@ -122,9 +122,9 @@ fn breakdown() {
         let _: Value = serde_json::from_slice(&raw).unwrap();
     });
     let pair = time(&mut || {
-        let _ = bulwark_llm::history::results(bulwark_llm::Api::Chat, &body).unwrap();
+        let _ = bulwark_llm::Api::Chat.results(&body).unwrap();
     });
-    let results = bulwark_llm::history::results(bulwark_llm::Api::Chat, &body).unwrap();
+    let results = bulwark_llm::Api::Chat.results(&body).unwrap();
     let engine = Arc::new(Gate::new(Policy::builtin().unwrap(), "proxy"));
     let cache = Arc::new(bulwark_llm::judge::ResultCache::default());
     let judge = || {
@@ -248,7 +248,7 @@ fn main() {
     // The first read of a long history, before the proxy remembers its results: the
     // engine's pass over each of 50 results of 4 KB, no HTTP.
     let body: Value = serde_json::from_slice(&request("call", false, false, 50)).unwrap();
-    let results = bulwark_llm::history::results(bulwark_llm::Api::Chat, &body).unwrap();
+    let results = bulwark_llm::Api::Chat.results(&body).unwrap();
     let engine = Arc::new(Gate::new(Policy::builtin().unwrap(), "proxy"));
     let mut cold = Vec::new();
     for _ in 0..60 {

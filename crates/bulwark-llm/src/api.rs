@@ -1,6 +1,14 @@
-//! Which model API a request speaks, and errors in that API's own shape.
+//! Which model API a request speaks, and each thing the proxy does with a request or an
+//! answer, handed to that API's own module ([`crate::chat`], [`crate::messages`],
+//! [`crate::responses`]). The API modules share only what lies below them (the history's
+//! [`Exchange`], the stream plumbing, the judge); nothing there knows about this one.
 
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use crate::history::{Exchange, HistoryError};
+use crate::judge::Judge;
+use crate::sse::Event;
+use crate::stream::Transform;
 
 /// The three APIs whose tool calls the proxy judges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,38 +56,70 @@ impl Api {
     /// `{"type":"error","error":{…}}`.
     pub fn error(self, status: u16, message: &str) -> Value {
         match self {
-            Api::Messages => json!({
-                "type": "error",
-                "error": {"type": anthropic_type(status), "message": message},
-            }),
-            Api::Chat | Api::Responses => json!({
-                "error": {
-                    "message": message,
-                    "type": openai_type(status),
-                    "param": null,
-                    "code": null,
-                },
-            }),
+            Api::Messages => crate::messages::error_body(status, message),
+            Api::Chat | Api::Responses => crate::chat::error_body(status, message),
         }
     }
-}
 
-fn anthropic_type(status: u16) -> &'static str {
-    match status {
-        400 => "invalid_request_error",
-        401 => "authentication_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        413 => "request_too_large",
-        429 => "rate_limit_error",
-        504 => "timeout_error",
-        _ => "api_error",
+    /// The event that ends a stream that could not be finished safely, in this API's shape.
+    pub fn error_event(self, message: &str) -> Event {
+        match self {
+            Api::Chat => crate::chat::error_event(message),
+            Api::Messages => crate::messages::error_event(message),
+            Api::Responses => crate::responses::error_event(message),
+        }
     }
-}
 
-fn openai_type(status: u16) -> &'static str {
-    match status {
-        400 | 413 => "invalid_request_error",
-        _ => "server_error",
+    /// The tool results in a request body, in order, each paired with its call
+    /// ([`crate::history`]).
+    pub fn results(self, body: &Value) -> Result<Vec<Exchange>, HistoryError> {
+        match self {
+            Api::Chat => crate::chat::results(body),
+            Api::Messages => crate::messages::results(body),
+            Api::Responses => crate::responses::results(body),
+        }
+    }
+
+    /// Adds the safety hint where this API keeps its instructions: a system message after
+    /// the leading ones (Chat), the `system` prompt (Messages), `instructions` (Responses).
+    /// Existing instructions stay first and unchanged.
+    pub fn inject_hint(self, body: &mut Value, hint: &str) {
+        let Some(obj) = body.as_object_mut() else {
+            return;
+        };
+        match self {
+            Api::Chat => crate::chat::inject_hint(obj, hint),
+            Api::Messages => crate::messages::inject_hint(obj, hint),
+            Api::Responses => crate::responses::inject_hint(obj, hint),
+        }
+    }
+
+    /// Judges every proposed call in a whole (not streamed) answer, rewriting it where a
+    /// call is withheld: the call is replaced by text saying why, `finish_reason` /
+    /// `stop_reason` follow, and a `bulwark` object carries the details for programs.
+    /// Returns whether anything changed.
+    pub fn judge_answer(self, body: &mut Value, judge: &mut Judge) -> bool {
+        match self {
+            Api::Chat => crate::chat::judge_answer(body, judge),
+            Api::Messages => crate::messages::judge_answer(body, judge),
+            Api::Responses => crate::responses::judge_answer(body, judge),
+        }
+        if !judge.changed() {
+            return false;
+        }
+        let meta = judge.metadata();
+        if let Some(obj) = body.as_object_mut() {
+            obj.insert("bulwark".into(), meta);
+        }
+        true
+    }
+
+    /// The rewriting of a streamed answer in this API ([`crate::stream`]).
+    pub fn stream(self) -> Box<dyn Transform> {
+        match self {
+            Api::Chat => Box::new(crate::chat::Stream::default()),
+            Api::Messages => Box::new(crate::messages::Stream::default()),
+            Api::Responses => Box::new(crate::responses::Stream::default()),
+        }
     }
 }

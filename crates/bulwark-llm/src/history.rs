@@ -5,12 +5,15 @@
 //! fetch) and *what came back* (a key, an injected instruction) — so every result is paired
 //! with its call by id: Chat's `tool_call_id`, the Responses API's `call_id`, Anthropic's
 //! `tool_use_id`.
+//!
+//! Each API reads its own history ([`crate::chat::results`], [`crate::messages::results`],
+//! [`crate::responses::results`], or [`crate::Api::results`] for whichever a request
+//! speaks); this module holds what they share: the [`Exchange`], the bound on how many
+//! results a request may carry, and the readers of arguments and tool output.
 
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
-
-use crate::api::Api;
 
 /// One tool result the agent has already seen.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,158 +45,7 @@ pub enum HistoryError {
     Shape(String),
 }
 
-/// The tool results in a request body, in order.
-pub fn results(api: Api, body: &Value) -> Result<Vec<Exchange>, HistoryError> {
-    let mut calls: HashMap<String, (String, Value)> = HashMap::new();
-    let mut out = Vec::new();
-    let push = |out: &mut Vec<Exchange>, e: Exchange| {
-        if out.len() >= MAX_RESULTS {
-            return Err(HistoryError::TooMany);
-        }
-        out.push(e);
-        Ok(())
-    };
-    match api {
-        Api::Chat => {
-            for m in items(body, "messages")? {
-                match m.get("role").and_then(Value::as_str) {
-                    Some("assistant") => {
-                        for tc in m
-                            .get("tool_calls")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                        {
-                            let f = tc.get("function").unwrap_or(&Value::Null);
-                            calls.insert(
-                                text(tc, "id"),
-                                (text(f, "name"), arguments(f.get("arguments"))),
-                            );
-                        }
-                        // The pre-tools form: one `function_call` per assistant message,
-                        // answered by a `function` message that names it.
-                        if let Some(f) = m.get("function_call") {
-                            calls.insert(
-                                format!("function:{}", text(f, "name")),
-                                (text(f, "name"), arguments(f.get("arguments"))),
-                            );
-                        }
-                    }
-                    Some("tool") => {
-                        let id = text(m, "tool_call_id");
-                        let e = exchange(&calls, id, content(m.get("content")));
-                        push(&mut out, e)?;
-                    }
-                    Some("function") => {
-                        let id = format!("function:{}", text(m, "name"));
-                        let e = exchange(&calls, id, content(m.get("content")));
-                        push(&mut out, e)?;
-                    }
-                    _ => {}
-                }
-            }
-        }
-        Api::Messages => {
-            for m in items(body, "messages")? {
-                let Some(blocks) = m.get("content").and_then(Value::as_array) else {
-                    continue;
-                };
-                for b in blocks {
-                    let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
-                    match kind {
-                        "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                            let args = b.get("input").cloned().unwrap_or(Value::Null);
-                            calls.insert(text(b, "id"), (text(b, "name"), args));
-                        }
-                        "tool_result" | "mcp_tool_result" => {
-                            let id = text(b, "tool_use_id");
-                            let e = exchange(&calls, id, content(b.get("content")));
-                            push(&mut out, e)?;
-                        }
-                        // Results of Anthropic's own tools: `web_search_tool_result`,
-                        // `web_fetch_tool_result`, `code_execution_tool_result`, …
-                        k if k.ends_with("_tool_result") => {
-                            let id = text(b, "tool_use_id");
-                            let mut e = exchange(&calls, id, content(b.get("content")));
-                            e.web = k.starts_with("web_");
-                            push(&mut out, e)?;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-        Api::Responses => {
-            let input = match body.get("input") {
-                None | Some(Value::String(_)) => return Ok(out),
-                Some(Value::Array(a)) => a,
-                Some(_) => {
-                    return Err(HistoryError::Shape(
-                        "input must be a string or an array".into(),
-                    ));
-                }
-            };
-            for item in input {
-                let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
-                let id = text(item, "call_id");
-                match kind {
-                    "function_call" => {
-                        calls.insert(id, (text(item, "name"), arguments(item.get("arguments"))));
-                    }
-                    "custom_tool_call" => {
-                        let input = item.get("input").cloned().unwrap_or(Value::Null);
-                        calls.insert(id, (text(item, "name"), json!({"input": input})));
-                    }
-                    "local_shell_call" | "shell_call" => {
-                        let action = item.get("action").unwrap_or(&Value::Null);
-                        calls.insert(id, ("local_shell".into(), shell_action(action)));
-                    }
-                    "function_call_output"
-                    | "custom_tool_call_output"
-                    | "local_shell_call_output"
-                    | "shell_call_output" => {
-                        let e = exchange(&calls, id, content(item.get("output")));
-                        push(&mut out, e)?;
-                    }
-                    // A remote MCP call the provider ran: call and result in one item.
-                    "mcp_call" => {
-                        let e = Exchange {
-                            id: text(item, "id"),
-                            tool: Some(text(item, "name")),
-                            args: arguments(item.get("arguments")),
-                            content: content(item.get("output")),
-                            web: false,
-                        };
-                        push(&mut out, e)?;
-                    }
-                    // What a computer-use agent saw: a screenshot of wherever it browsed.
-                    "computer_call_output" => {
-                        let mut e = exchange(&calls, id, content(item.get("output")));
-                        e.tool.get_or_insert_with(|| "computer".into());
-                        e.web = true;
-                        push(&mut out, e)?;
-                    }
-                    // The provider searched the web or the user's files: text anyone who
-                    // could write there chose.
-                    "web_search_call" | "file_search_call" => {
-                        let e = Exchange {
-                            id: text(item, "id"),
-                            tool: Some(kind.trim_end_matches("_call").into()),
-                            args: item.get("action").cloned().unwrap_or(Value::Null),
-                            content: item.get("results").cloned().unwrap_or(Value::Null),
-                            web: true,
-                        };
-                        push(&mut out, e)?;
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn items<'a>(body: &'a Value, key: &str) -> Result<&'a [Value], HistoryError> {
+pub(crate) fn items<'a>(body: &'a Value, key: &str) -> Result<&'a [Value], HistoryError> {
     match body.get(key) {
         None => Ok(&[]),
         Some(Value::Array(a)) => Ok(a),
@@ -201,21 +53,43 @@ fn items<'a>(body: &'a Value, key: &str) -> Result<&'a [Value], HistoryError> {
     }
 }
 
-fn exchange(calls: &HashMap<String, (String, Value)>, id: String, content: Value) -> Exchange {
-    let (tool, args) = match calls.get(&id) {
-        Some((name, args)) => (Some(name.clone()), args.clone()),
-        None => (None, Value::Null),
-    };
-    Exchange {
-        id,
-        tool,
-        args,
-        content,
-        web: false,
+/// The calls a history has shown so far, and the results read, paired with them.
+#[derive(Default)]
+pub(crate) struct Collector {
+    /// Calls by id: the tool's name and its arguments.
+    pub(crate) calls: HashMap<String, (String, Value)>,
+    /// The results, in order.
+    pub(crate) out: Vec<Exchange>,
+}
+
+impl Collector {
+    /// The result with `id`, paired with its call when the history showed it.
+    pub(crate) fn exchange(&self, id: String, content: Value) -> Exchange {
+        let (tool, args) = match self.calls.get(&id) {
+            Some((name, args)) => (Some(name.clone()), args.clone()),
+            None => (None, Value::Null),
+        };
+        Exchange {
+            id,
+            tool,
+            args,
+            content,
+            web: false,
+        }
+    }
+
+    /// Adds a result; past [`MAX_RESULTS`] the history is refused.
+    pub(crate) fn push(&mut self, e: Exchange) -> Result<(), HistoryError> {
+        if self.out.len() >= MAX_RESULTS {
+            return Err(HistoryError::TooMany);
+        }
+        self.out.push(e);
+        Ok(())
     }
 }
 
-fn text(v: &Value, key: &str) -> String {
+/// The string at `key`, or empty.
+pub(crate) fn text(v: &Value, key: &str) -> String {
     v.get(key)
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -271,7 +145,7 @@ fn join_argv(argv: &[String]) -> String {
 
 /// Tool output as text where it is text: a string, or the text parts of a content list.
 /// Other parts (images, files) are kept as they are for the scanner.
-fn content(v: Option<&Value>) -> Value {
+pub(crate) fn content(v: Option<&Value>) -> Value {
     match v {
         Some(Value::Array(parts)) => {
             let texts: Vec<&str> = parts
@@ -292,58 +166,6 @@ fn content(v: Option<&Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chat_results_pair_with_their_calls() {
-        let body = json!({"messages": [
-            {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": null, "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"cat ~/.ssh/id_rsa\"}"}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "KEY"}]},
-            {"role": "tool", "tool_call_id": "nope", "content": "orphan"},
-        ]});
-        let r = results(Api::Chat, &body).unwrap();
-        assert_eq!(r.len(), 2);
-        assert_eq!(r[0].tool.as_deref(), Some("Bash"));
-        assert_eq!(r[0].args, json!({"command": "cat ~/.ssh/id_rsa"}));
-        assert_eq!(r[0].content, json!("KEY"));
-        assert_eq!(r[1].tool, None);
-    }
-
-    #[test]
-    fn anthropic_results_and_provider_web_results() {
-        let body = json!({"messages": [
-            {"role": "assistant", "content": [
-                {"type": "text", "text": "reading"},
-                {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "/etc/shadow"}},
-                {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"query": "x"}},
-                {"type": "web_search_tool_result", "tool_use_id": "s1", "content": [{"type": "web_search_result", "url": "https://x"}]}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "root:x"}]},
-        ]});
-        let r = results(Api::Messages, &body).unwrap();
-        assert_eq!(r.len(), 2);
-        assert!(r[0].web);
-        assert_eq!(r[1].args, json!({"path": "/etc/shadow"}));
-    }
-
-    #[test]
-    fn responses_items_and_shell_calls() {
-        let body = json!({"input": [
-            {"type": "function_call", "call_id": "f1", "name": "fetch", "arguments": "{\"url\":\"https://x\"}"},
-            {"type": "function_call_output", "call_id": "f1", "output": "page"},
-            {"type": "local_shell_call", "call_id": "l1", "action": {"type": "exec", "command": ["cat", "/home/me/.ssh/id_rsa"]}},
-            {"type": "local_shell_call_output", "call_id": "l1", "output": "KEY"},
-        ]});
-        let r = results(Api::Responses, &body).unwrap();
-        assert_eq!(r[0].tool.as_deref(), Some("fetch"));
-        assert_eq!(r[1].args, json!({"command": "cat /home/me/.ssh/id_rsa"}));
-        assert!(results(Api::Responses, &json!({"input": 3})).is_err());
-        assert!(
-            results(Api::Responses, &json!({"input": "hi"}))
-                .unwrap()
-                .is_empty()
-        );
-    }
 
     #[test]
     fn argv_words_are_quoted() {

@@ -21,9 +21,8 @@ use sha2::{Digest, Sha256};
 
 use crate::api::Api;
 use crate::approval;
-use crate::history;
 use crate::judge::{Context, Judge, ResultCache};
-use crate::{hint, rewrite, sse, stream};
+use crate::sse;
 
 /// Largest request body read from a client (default).
 pub const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -324,7 +323,7 @@ impl Proxy {
             }
             None => (Vec::new(), Vec::new()),
         };
-        let results = match history::results(api, &body) {
+        let results = match api.results(&body) {
             Ok(r) => r,
             Err(e) => {
                 return api_error(
@@ -376,7 +375,7 @@ impl Proxy {
         let forward = if taint.is_empty() {
             bytes
         } else {
-            hint::inject(api, &mut body, &self.gate.engine().policy().llm.hint);
+            api.inject_hint(&mut body, &self.gate.engine().policy().llm.hint);
             match encode(api, &body, "the request") {
                 Ok(b) => b,
                 Err(r) => return *r,
@@ -477,7 +476,7 @@ impl Proxy {
                 );
             }
         };
-        let changed = rewrite::judge_response(api, &mut body, &mut judge);
+        let changed = api.judge_answer(&mut body, &mut judge);
         if api == Api::Responses {
             let taint = judge.taint_after();
             let mut remembered = lock(&self.responses);
@@ -517,7 +516,7 @@ impl Proxy {
         tokio::spawn(async move {
             let mut upstream = resp.bytes_stream();
             let mut parser = sse::Parser::new(MAX_EVENT);
-            let mut t = stream::transform(api);
+            let mut t = api.stream();
             let mut response_id: Option<String> = None;
             loop {
                 let mut out = Vec::new();
@@ -542,9 +541,7 @@ impl Proxy {
                                     && (ev.data.contains("\"response.completed\"")
                                         || ev.data.contains("\"response.incomplete\""));
                                 if let Err(e) = t.event(ev, &mut judge, &mut out) {
-                                    out.extend_from_slice(
-                                        &stream::error_event(api, &e.to_string()).raw,
-                                    );
+                                    out.extend_from_slice(&api.error_event(&e.to_string()).raw);
                                     last = true;
                                     break;
                                 }
@@ -560,18 +557,15 @@ impl Proxy {
                         }
                         Err(e) => {
                             t.end(&mut judge, &mut out);
-                            out.extend_from_slice(&stream::error_event(api, &e.to_string()).raw);
+                            out.extend_from_slice(&api.error_event(&e.to_string()).raw);
                             last = true;
                         }
                     },
                     Ok(Some(Err(e))) => {
                         t.end(&mut judge, &mut out);
                         out.extend_from_slice(
-                            &stream::error_event(
-                                api,
-                                &format!("the upstream stream failed: {}", short(&e)),
-                            )
-                            .raw,
+                            &api.error_event(&format!("the upstream stream failed: {}", short(&e)))
+                                .raw,
                         );
                         last = true;
                     }
@@ -579,16 +573,14 @@ impl Proxy {
                         if let Some(ev) = parser.finish()
                             && let Err(e) = t.event(ev, &mut judge, &mut out)
                         {
-                            out.extend_from_slice(&stream::error_event(api, &e.to_string()).raw);
+                            out.extend_from_slice(&api.error_event(&e.to_string()).raw);
                         }
                         t.end(&mut judge, &mut out);
                         last = true;
                     }
                     Err(_) => {
                         t.end(&mut judge, &mut out);
-                        out.extend_from_slice(
-                            &stream::error_event(api, "the upstream stream stalled").raw,
-                        );
+                        out.extend_from_slice(&api.error_event("the upstream stream stalled").raw);
                         last = true;
                     }
                 }

@@ -164,7 +164,7 @@ fn tool_names_match_whatever_their_case() {
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
             "content": "[default]\nregion = eu-west-1"}]},
     ]});
-    let results = bulwark_llm::history::results(bulwark_llm::Api::Messages, &history).unwrap();
+    let results = bulwark_llm::Api::Messages.results(&history).unwrap();
     assert!(j.absorb(&results).contains(Taint::PrivateData));
     assert!(matches!(
         j.judge(
@@ -187,7 +187,7 @@ fn a_remembered_result_taints_as_it_did_when_first_read() {
             "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}]},
         {"role": "tool", "tool_call_id": "c2", "content": "AKIAZ7KDPQXL4MWN3BVC"},
     ]});
-    let results = bulwark_llm::history::results(bulwark_llm::Api::Chat, &history).unwrap();
+    let results = bulwark_llm::Api::Chat.results(&history).unwrap();
     let engine = gate(Policy::builtin().unwrap());
     let mut seen = Vec::new();
     for _ in 0..2 {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use bulwark_engine::{CapSet, Capability, Policy, Taint, TaintSet};
 use bulwark_gate::{Clock, Gate};
+use bulwark_llm::Api;
 use bulwark_llm::judge::{Context, Judge, Ruling};
-use bulwark_llm::{Api, hint, history, rewrite};
 use serde_json::{Value, json};
 
 /// The Ratchet's sample policy, as a Bulwark policy.
@@ -141,7 +141,7 @@ fn taint_from_tool_results_follows_the_ratchet() {
     let mut tally = (0, 0);
     for v in vectors("taint") {
         let body = json!({"messages": v["messages"]});
-        let results = history::results(Api::Chat, &body).unwrap();
+        let results = Api::Chat.results(&body).unwrap();
         let mut j = judge(SAMPLE_POLICY, TaintSet::NONE);
         let got = j.absorb(&results);
         let want = taint_of(&v["expect"]);
@@ -271,7 +271,7 @@ fn tool_calls_are_found_in_every_answer_shape() {
             Api::Messages
         };
         let mut j = judge(SAMPLE_POLICY, TaintSet::NONE);
-        rewrite::judge_response(api, &mut body, &mut j);
+        api.judge_answer(&mut body, &mut j);
         let want: Vec<(String, String)> = v["expect"]
             .as_array()
             .unwrap()
@@ -293,7 +293,7 @@ fn results_pair_with_their_calls_and_hints_land_as_system_text() {
         let src = v["source"].as_str().unwrap();
         match v["op"].as_str().unwrap() {
             "normalize_input" if v["call_type"] == "anthropic_messages" => {
-                let r = history::results(Api::Messages, &v["input"]).unwrap();
+                let r = Api::Messages.results(&v["input"]).unwrap();
                 assert_eq!(r.len(), 1, "{src}");
                 assert_eq!(r[0].id, "tu1");
                 assert_eq!(r[0].tool.as_deref(), Some("bash"));
@@ -304,10 +304,7 @@ fn results_pair_with_their_calls_and_hints_land_as_system_text() {
                 } else {
                     Api::Chat
                 };
-                assert!(
-                    history::results(api, &v["input"]).unwrap().is_empty(),
-                    "{src}"
-                );
+                assert!(api.results(&v["input"]).unwrap().is_empty(), "{src}");
             }
             "inject_hint" => {
                 let api = if v["call_type"] == "anthropic_messages" {
@@ -316,7 +313,7 @@ fn results_pair_with_their_calls_and_hints_land_as_system_text() {
                     Api::Chat
                 };
                 let mut body = v["input"].clone();
-                hint::inject(api, &mut body, v["hint"].as_str().unwrap());
+                api.inject_hint(&mut body, v["hint"].as_str().unwrap());
                 match api {
                     Api::Messages => assert_eq!(body["system"], "WARNING", "{src}"),
                     _ => {
