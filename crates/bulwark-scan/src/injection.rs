@@ -154,7 +154,7 @@ pub const RULES: &[PhraseRule] = &[
             r#"unutun"#,
             r#"yoksay"#,
         ],
-        regex: r#"(?:ignorez|ignorer|ignore[sz]?|ignora[rn]?|ignoriere|ignorieren|vergessen|vergiss|olvida[rn]?|olvide|oubliez|oublie[rz]?|dimentica|esqueça|esqueca|negeer|vergeet|zignoruj|zapomnij|игнорир\w*|забуд\w*|αγνοήστε|αγνόησε|ξεχάστε|忽略|忽视|無視|无视|忘记|忘れ|무시|잊어|अनदेखी|नज़रअंदाज़|भूल जा\w*|تجاهل|unutun|yoksay)[^.!?。\n]{0,40}?(?:instru\w*|anweisung\w*|indicaci\w*|consigne\w*|istruzion\w*|direttiv\w*|инструкц\w*|указани\w*|οδηγί\w*|指示|指令|命令|지시\w*|निर्देश\w*|التعليمات|تعليمات|talimat\w*|vorherig\w*|anterior\w*|précédent\w*|precedent\w*|предыдущ\w*|προηγούμεν\w*|以前|之前|前の|이전|पिछल\w*|السابق\w*|regeln|reglas|règles|regole|правила|función|fonction|funzione|página|webseite|site web|curr[ií]culum|lebenslauf|declara|di que|dites|déclarez|indiquez|sagen sie|diga|述べ|言って|と言|말하|कहें|قل )|(?:instru\w*|anweisung\w*|indicaci\w*|consigne\w*|istruzion\w*|direttiv\w*|инструкц\w*|указани\w*|οδηγί\w*|指示|指令|命令|지시\w*|निर्देश\w*|التعليمات|تعليمات|talimat\w*|vorherig\w*|anterior\w*|précédent\w*|precedent\w*|предыдущ\w*|προηγούμεν\w*|以前|之前|前の|이전|पिछल\w*|السابق\w*|regeln|reglas|règles|regole|правила|función|fonction|funzione|página|webseite|site web|curr[ií]culum|lebenslauf|declara|di que|dites|déclarez|indiquez|sagen sie|diga|述べ|言って|と言|말하|कहें|قل )[^.!?。\n]{0,25}?(?:ignorez|ignorer|ignore[sz]?|ignora[rn]?|ignoriere|ignorieren|vergessen|vergiss|olvida[rn]?|olvide|oubliez|oublie[rz]?|dimentica|esqueça|esqueca|negeer|vergeet|zignoruj|zapomnij|игнорир\w*|забуд\w*|αγνοήστε|αγνόησε|ξεχάστε|忽略|忽视|無視|无视|忘记|忘れ|무시|잊어|अनदेखी|नज़रअंदाज़|भूल जा\w*|تجاهل|unutun|yoksay)"#,
+        regex: r#"(?:ignorez|ignorer|ignore[sz]?|ignora[rn]?|ignoriere|ignorieren|vergessen|vergiss|olvida[rn]?|olvide|oubliez|oublie[rz]?|dimentica|esqueça|esqueca|negeer|vergeet|zignoruj|zapomnij|игнорир\w*|забуд\w*|αγνοήστε|αγνόησε|ξεχάστε|忽略|忽视|無視|无视|忘记|忘れ|무시|잊어|अनदेखी|नज़रअंदाज़|भूल जा\w*|تجاهل|unutun|yoksay)[^.!?。\n]{0,40}?(?:instru\w*|anweisung\w*|indicaci\w*|consigne\w*|istruzion\w*|direttiv\w*|инструкц\w*|указани\w*|οδηγί\w*|指示|指令|命令|지시\w*|निर्देश\w*|التعليمات|تعليمات|talimat\w*|todo lo anterior|tout ce qui précède|alles vorherige|tutto (?:quanto )?(?:sopra|precede)|tudo (?:o )?anterior|regeln|reglas|règles|regole|правила|función|fonction|funzione|página|webseite|site web|curr[ií]culum|lebenslauf|declara|di que|dites|déclarez|indiquez|sagen sie|diga|述べ|言って|と言|말하|कहें|قل )|(?:instru\w*|anweisung\w*|indicaci\w*|consigne\w*|istruzion\w*|direttiv\w*|инструкц\w*|указани\w*|οδηγί\w*|指示|指令|命令|지시\w*|निर्देश\w*|التعليمات|تعليمات|talimat\w*|todo lo anterior|tout ce qui précède|alles vorherige|tutto (?:quanto )?(?:sopra|precede)|tudo (?:o )?anterior|regeln|reglas|règles|regole|правила|función|fonction|funzione|página|webseite|site web|curr[ií]culum|lebenslauf|declara|di que|dites|déclarez|indiquez|sagen sie|diga|述べ|言って|と言|말하|कहें|قل )[^.!?。\n]{0,25}?(?:ignorez|ignorer|ignore[sz]?|ignora[rn]?|ignoriere|ignorieren|vergessen|vergiss|olvida[rn]?|olvide|oubliez|oublie[rz]?|dimentica|esqueça|esqueca|negeer|vergeet|zignoruj|zapomnij|игнорир\w*|забуд\w*|αγνοήστε|αγνόησε|ξεχάστε|忽略|忽视|無視|无视|忘记|忘れ|무시|잊어|अनदेखी|नज़रअंदाज़|भूल जा\w*|تجاهل|unutun|yoksay)"#,
     },
     PhraseRule {
         id: "injection.override.acknowledged_restriction",
@@ -422,7 +422,7 @@ pub const RULES: &[PhraseRule] = &[
     PhraseRule {
         id: "injection.exfil.send_to_address",
         category: Category::Injection,
-        severity: [Severity::High, Severity::High, Severity::High],
+        severity: [Severity::High, Severity::Low, Severity::High],
         negation_guard: false,
         keywords: &[
             r#"send"#,
@@ -677,7 +677,7 @@ pub const RULES: &[PhraseRule] = &[
     PhraseRule {
         id: "injection.mdexfil.render_instruction",
         category: Category::Injection,
-        severity: [Severity::High, Severity::High, Severity::High],
+        severity: [Severity::High, Severity::High, Severity::Low],
         negation_guard: false,
         keywords: &[
             r#"image"#,

@@ -33,6 +33,7 @@ mod decode;
 mod entropy;
 mod finding;
 mod injection;
+mod intent;
 mod mask;
 mod normalize;
 mod phrases;
@@ -72,6 +73,7 @@ pub enum ScanError {
 #[derive(Debug)]
 pub struct Scanner {
     rules: RuleSet,
+    intent: intent::Intent,
     max_bytes: usize,
 }
 
@@ -112,6 +114,10 @@ impl Scanner {
             .collect();
         Ok(Scanner {
             rules: RuleSet::new(&raw_defs, &phrase_defs)?,
+            intent: intent::Intent::new().map_err(|e| RuleError {
+                id: "intent",
+                message: e.to_string(),
+            })?,
             max_bytes: DEFAULT_MAX_BYTES,
         })
     }
@@ -179,6 +185,20 @@ impl Scanner {
                 });
             }
         }
+        // One role header is a README heading; an injected template needs two roles.
+        if out
+            .iter()
+            .filter(|f| f.rule_id == "prefill.alpaca_header")
+            .count()
+            == 1
+        {
+            for f in out
+                .iter_mut()
+                .filter(|f| f.rule_id == "prefill.alpaca_header")
+            {
+                f.severity = Severity::Low;
+            }
+        }
         checks::escalate(&mut out, scope);
         Ok(resolve(out))
     }
@@ -203,12 +223,41 @@ impl Scanner {
                 rules::View::Normalized => norm.original_span(h.span.0, h.span.1, text),
             };
             let d = &rule.def;
+            let mut severity = d.severity_in(scope);
+            // A quoted phrase in a sentence about attacks is documentation, not an attack.
+            if matches!(d.category, Category::Injection | Category::Prefill)
+                && rule.view == rules::View::Normalized
+                && self.intent.mentioned(text, span)
+            {
+                severity = Severity::Low;
+            }
+            // Role JSON in API documentation shows a request; it is not a turn.
+            if d.id == "prefill.fake_message" && self.intent.documented(text, span) {
+                severity = Severity::Low;
+            }
             out.push(Finding {
                 category: d.category,
                 rule_id: d.id,
-                severity: d.severity_in(scope),
+                severity,
                 span,
                 label: d.label,
+                encoding,
+            });
+        }
+        // Features of each sentence: who is addressed, mood, action, claims, position.
+        let mut intents = Vec::new();
+        self.intent.detect(text, scope, &mut intents);
+        for (id, category, severity, span) in intents {
+            out.push(Finding {
+                category,
+                rule_id: id,
+                severity,
+                span,
+                label: match category {
+                    Category::Poisoning => "poisoning",
+                    Category::Concealment => "concealment",
+                    _ => "injection",
+                },
                 encoding,
             });
         }

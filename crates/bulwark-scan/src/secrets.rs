@@ -175,6 +175,9 @@ fn generic_secret(v: &[u8]) -> bool {
 }
 
 fn jwt(v: &[u8]) -> bool {
+    if published_example(v) {
+        return false;
+    }
     // The header must decode to a JSON object naming an algorithm or type.
     let header = v.split(|&b| b == b'.').next().unwrap_or_default();
     crate::decode::base64(header).is_some_and(|h| {
@@ -222,7 +225,77 @@ fn password_value(v: &[u8]) -> bool {
         && !is_placeholder(v)
         && !word
         && !code
+        && !secret_reference(&lower)
         && v.iter().any(|b| b.is_ascii_alphanumeric())
+}
+
+/// A reference to a secret kept elsewhere — a secret manager's URI or a command that reads
+/// one (`op://vault/item/field`, `$(op read …)`, `vault kv get …`, `${{ secrets.X }}`) — is
+/// where a secret lives, not the secret.
+fn secret_reference(lower: &[u8]) -> bool {
+    const REFS: &[&[u8]] = &[
+        b"op://",
+        b"$(op ",
+        b"$(vault ",
+        b"vault kv ",
+        b"vault read ",
+        b"${{",
+        b"{{",
+        b"$(aws secretsmanager",
+        b"$(gcloud secrets",
+        b"$(az keyvault",
+        b"arn:aws:secretsmanager",
+        b"projects/",
+        b"keyvault:",
+        b"vault:",
+        b"ref+",
+    ];
+    let t = lower.trim_ascii_start();
+    REFS.iter().any(|r| t.starts_with(r))
+}
+
+/// Documented example tokens that providers publish on purpose (jwt.io's sample, Stripe's
+/// test-mode key from its API reference).
+const PUBLISHED_EXAMPLES: &[&[u8]] = &[
+    b"SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    b"sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+    b"sk_test_BQokikJOvBiI2HlWgH4olfQ2",
+    b"sk_test_51HqLyjWDarjtT1zdp7dc",
+];
+
+fn published_example(v: &[u8]) -> bool {
+    PUBLISHED_EXAMPLES
+        .iter()
+        .any(|e| v.windows(e.len()).any(|w| w == *e))
+}
+
+fn stripe_key(v: &[u8]) -> bool {
+    not_placeholder(v) && !published_example(v)
+}
+
+/// A bearer credential, unless it is an OAuth response's field list
+/// (`token_type=bearer expires_in=3600`) or a reference.
+fn bearer_value(v: &[u8]) -> bool {
+    let lower = v.to_ascii_lowercase();
+    let key_value = v
+        .iter()
+        .position(|b| *b == b'=')
+        .is_some_and(|i| i > 0 && v[..i].iter().all(|b| b.is_ascii_lowercase() || *b == b'_'));
+    credential_value(v) && !key_value && !secret_reference(&lower)
+}
+
+/// Docker `config.json` `auth` values are base64 of `user:token`.
+fn docker_auth(v: &[u8]) -> bool {
+    crate::decode::base64(v).is_some_and(|d| {
+        let colon = d.iter().position(|b| *b == b':');
+        colon.is_some_and(|i| i > 0 && d.len() - i > 4)
+            && d.iter().all(|b| b.is_ascii_graphic())
+            && !is_placeholder(&d)
+    })
+}
+
+fn vault_token(v: &[u8]) -> bool {
+    random_looking(v.get(4..).unwrap_or_default())
 }
 
 /// The secret detectors.
@@ -397,6 +470,47 @@ pub const RULES: &[RuleDef] = &[
         ..BASE
     },
     RuleDef {
+        id: "secret.discord_webhook",
+        label: "discord_webhook",
+        keywords: &["/api/webhooks/"],
+        regex: r"(https?://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/[A-Za-z0-9_\-]{60,70})",
+        group: 1,
+        before: 40,
+        after: 120,
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.vault_token",
+        label: "vault_token",
+        keywords: &["hvs.", "hvb.", "hvr."],
+        regex: r"\b(hvs\.[A-Za-z0-9_\-]{24,200}|hvb\.[A-Za-z0-9_\-]{100,300}|hvr\.[A-Za-z0-9_\-]{20,200})(?:[^A-Za-z0-9_\-]|$)",
+        group: 1,
+        after: 310,
+        check: Some(vault_token),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.azure_sas",
+        label: "azure_sas",
+        keywords: &["sig="],
+        regex: r"(?i)\bsv=[0-9]{4}-[0-9]{2}-[0-9]{2}[^\s\x22'<>]{0,300}?[?&]sig=([A-Za-z0-9%+/=]{30,120})|[?&]sig=([A-Za-z0-9%+/=]{30,120})[^\s\x22'<>]{0,300}?[?&]sv=[0-9]{4}-[0-9]{2}-[0-9]{2}",
+        group: ANY_GROUP,
+        before: 320,
+        after: 440,
+        check: Some(not_placeholder),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.docker_auth",
+        label: "docker_auth",
+        keywords: &["\"auth\""],
+        regex: r#""auth"\s*:\s*"([A-Za-z0-9+/]{12,400}={0,2})""#,
+        group: 1,
+        after: 420,
+        check: Some(docker_auth),
+        ..BASE
+    },
+    RuleDef {
         id: "secret.sendgrid_key",
         label: "sendgrid_key",
         keywords: &["sg."],
@@ -455,7 +569,7 @@ pub const RULES: &[RuleDef] = &[
         regex: r"\b([rs]k_(?:live|test)_[0-9a-zA-Z]{24,247})\b",
         group: 1,
         after: 260,
-        check: Some(not_placeholder),
+        check: Some(stripe_key),
         ..BASE
     },
     RuleDef {
@@ -581,7 +695,7 @@ pub const RULES: &[RuleDef] = &[
         group: 1,
         before: 2,
         after: 400,
-        check: Some(credential_value),
+        check: Some(bearer_value),
         ..BASE
     },
     RuleDef {
@@ -665,6 +779,43 @@ pub const RULES: &[RuleDef] = &[
 mod tests {
     use super::*;
     use crate::finding::Category;
+
+    fn found(text: &str) -> Vec<&'static str> {
+        let s = crate::Scanner::new().unwrap_or_else(|e| panic!("{e}"));
+        s.scan(text, crate::Scope::Request)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f.category == Category::Secret)
+            .map(|f| f.rule_id)
+            .collect()
+    }
+
+    #[test]
+    fn missing_classes_are_found() {
+        for (text, id) in [
+            ("url=https://discord.com/api/webhooks/123456789012345678/Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7hJ2kL9zX4cV8bN1mQ6wE0rT5yU3iO", "secret.discord_webhook"),
+            ("VAULT_TOKEN=hvs.CAESIJ8rZk3Xq9vN2pL7mT4bR1cY6wE0uI5oA3sD8fG2hJ7k", "secret.vault_token"),
+            ("https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2025-01-01T00:00:00Z&sig=Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7hJ2kL9z%3D", "secret.azure_sas"),
+            (r#"{"auths": {"registry.example.io": {"auth": "ZGVwbG95OmdocF9aM3FMOXhWMnBUN21ONGJSOGNZMXdFNnVJMG9BNXNEM2ZH"}}}"#, "secret.docker_auth"),
+        ] {
+            assert!(found(text).contains(&id), "{id}: {text} {:?}", found(text));
+        }
+    }
+
+    #[test]
+    fn known_false_alarms_stay_quiet() {
+        for text in [
+            "stripe.api_key = 'sk_test_4eC39HqLyjWDarjtT1zdp7dc'",
+            "const stripe = Stripe('pk_live_51HqLyjWDarjtT1zdp7dcZq3kL9xV2pT7mN4bR8cY1wE6')",
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+            "token_type=bearer expires_in=3600",
+            "export DB_PASSWORD=\"$(op read op://prod/db/password)\"",
+            "password: op://prod/db/password",
+            "vault kv get -field=password secret/prod/db",
+        ] {
+            assert!(found(text).is_empty(), "{text}: {:?}", found(text));
+        }
+    }
 
     #[test]
     fn every_rule_is_a_secret() {

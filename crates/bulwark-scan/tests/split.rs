@@ -132,6 +132,8 @@ fn show(half: &str, set: &str, truth: bool, predicted: bool, text: &str, found: 
 }
 
 struct Report {
+    /// Rule ids behind false positives (ids only: eval rows are never printed).
+    fp_rules: BTreeMap<&'static str, u32>,
     total: Tally,
     response: Tally,
     by_set: BTreeMap<String, Tally>,
@@ -141,6 +143,7 @@ struct Report {
 fn score_injection(half: &str, file: &str) -> Option<Report> {
     let data = rows(half, file)?;
     let mut rep = Report {
+        fp_rules: BTreeMap::new(),
         total: Tally::default(),
         response: Tally::default(),
         by_set: BTreeMap::new(),
@@ -158,6 +161,14 @@ fn score_injection(half: &str, file: &str) -> Option<Report> {
             r["family"].as_str().unwrap()
         );
         show(half, &set, truth, predicted, text, &found);
+        if predicted && !truth {
+            for f in found
+                .iter()
+                .filter(|f| INSTRUCTIONS.contains(&f.category) && f.severity >= Severity::Medium)
+            {
+                *rep.fp_rules.entry(f.rule_id).or_default() += 1;
+            }
+        }
         rep.total.add(truth, predicted);
         if scope == Scope::Response {
             rep.response.add(truth, predicted);
@@ -177,12 +188,19 @@ fn injection() {
     for half in halves() {
         let rep = score_injection(half, "injection.jsonl").unwrap();
         println!("\n### injection, {half}");
-        table(&format!("injection {half}: per source / family"), &rep.by_set);
+        table(
+            &format!("injection {half}: per source / family"),
+            &rep.by_set,
+        );
         table(&format!("injection {half}: per language"), &rep.by_lang);
         let mut all = BTreeMap::new();
         all.insert(format!("all {half} rows"), rep.total);
         all.insert(format!("tool results only ({half})"), rep.response);
         table(&format!("injection {half}: overall"), &all);
+        println!(
+            "\nrules behind false positives ({half}): {:?}",
+            rep.fp_rules
+        );
         if half == "dev" {
             dev = Some(rep.total);
         }
@@ -193,6 +211,10 @@ fn injection() {
             let mut all = BTreeMap::new();
             all.insert("AgentDojo, all outputs".to_string(), ad.total);
             table("AgentDojo overall", &all);
+            println!(
+                "\nrules behind AgentDojo false positives: {:?}",
+                ad.fp_rules
+            );
         }
     }
     let dev = dev.unwrap();
@@ -242,12 +264,20 @@ fn poisoning() {
         for r in &data {
             let truth = r["label"].as_bool().unwrap();
             let (predicted, ids) = definition_flags(&r["definition"]);
-            let set = format!("{} ({})", r["source"].as_str().unwrap(), if truth { "poisoned" } else { "benign" });
+            let set = format!(
+                "{} ({})",
+                r["source"].as_str().unwrap(),
+                if truth { "poisoned" } else { "benign" }
+            );
             if half == "dev"
                 && truth != predicted
                 && std::env::var("SHOW").is_ok_and(|s| set.contains(&s))
             {
-                println!("  {} {set}: {} {ids:?}", if truth { "MISS" } else { "FALSE" }, r["definition"]);
+                println!(
+                    "  {} {set}: {} {ids:?}",
+                    if truth { "MISS" } else { "FALSE" },
+                    r["definition"]
+                );
             }
             total.add(truth, predicted);
             by_set.entry(set).or_default().add(truth, predicted);
