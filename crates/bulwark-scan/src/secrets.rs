@@ -165,7 +165,8 @@ fn not_an_identifier_name(whole: &[u8]) -> bool {
 
 /// gitleaks-style generic assignments: at least 10 characters, a digit, entropy 3.5.
 fn generic_secret(v: &[u8]) -> bool {
-    v.len() >= 10
+    !published_example(v)
+        && v.len() >= 10
         && v.iter().any(u8::is_ascii_digit)
         && v.iter().any(u8::is_ascii_alphabetic)
         && shannon(v) >= 3.5
@@ -226,6 +227,7 @@ fn password_value(v: &[u8]) -> bool {
         && !word
         && !code
         && !secret_reference(&lower)
+        && !published_example(v)
         && v.iter().any(|b| b.is_ascii_alphanumeric())
 }
 
