@@ -87,27 +87,33 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         facts.add("shell.unparsable");
     }
 
-    // SQL.
-    let sql_text = by_pointer(args, pointers.sql.as_deref()).or_else(|| match kind {
-        Some(Kind::Sql) => json::field(args, catalogue::SQL_KEYS).map(|(_, s)| s),
-        None => json::field(args, catalogue::SQL_KEYS)
-            .map(|(_, s)| s)
-            .filter(|s| bulwark_shell::looks_like_sql(s))
-            .or_else(|| {
-                unknown
-                    .then(|| {
-                        json::strings(args)
-                            .into_iter()
-                            .take(64)
-                            .find(|s| bulwark_shell::looks_like_sql(s))
-                    })
-                    .flatten()
-            }),
-        _ => None,
-    });
-    if let Some(text) = sql_text {
-        // What no dialect can read is treated as able to do anything a database can.
-        facts.merge(Facts::from(&bulwark_shell::analyse_sql(text)));
+    // SQL. A string is SQL when the mapping, the catalogue or the argument's name says so
+    // (then what no dialect reads fails closed), or when it has the shape of a statement;
+    // prose that opens with an SQL verb ("Update the README") is not SQL.
+    use bulwark_shell::SqlContext;
+    let sql = if let Some(text) = by_pointer(args, pointers.sql.as_deref()) {
+        bulwark_shell::sql_in(text, SqlContext::Declared)
+    } else {
+        match kind {
+            Some(Kind::Sql) => json::field(args, catalogue::SQL_KEYS)
+                .and_then(|(_, s)| bulwark_shell::sql_in(s, SqlContext::Declared)),
+            None => json::field(args, catalogue::SQL_KEYS)
+                .and_then(|(key, s)| bulwark_shell::sql_in(s, sql_context(&key)))
+                .or_else(|| {
+                    unknown
+                        .then(|| {
+                            json::strings(args)
+                                .into_iter()
+                                .take(64)
+                                .find_map(|s| bulwark_shell::sql_in(s, SqlContext::Found))
+                        })
+                        .flatten()
+                }),
+            _ => None,
+        }
+    };
+    if let Some(s) = sql {
+        facts.merge(Facts::from(&s));
     }
 
     // Destinations.
@@ -329,6 +335,17 @@ const COMMAND_SCHEMES: &[&str] = &[
 fn command_internal_refused(class: bulwark_net::HostClass) -> bool {
     use bulwark_net::HostClass as C;
     matches!(class, C::Metadata | C::RebindingName | C::LinkLocal)
+}
+
+/// An argument named for SQL (`sql`, `statement`, `sql_query`) holds SQL; `query` and `q`
+/// are as often a search, so their text is SQL only when it reads as a statement.
+fn sql_context(pointer: &str) -> bulwark_shell::SqlContext {
+    let name = pointer.trim_start_matches('/').to_ascii_lowercase();
+    if name.contains("sql") || name == "statement" {
+        bulwark_shell::SqlContext::Declared
+    } else {
+        bulwark_shell::SqlContext::Found
+    }
 }
 
 fn by_pointer<'v>(args: &'v Value, pointer: Option<&str>) -> Option<&'v str> {

@@ -251,6 +251,48 @@ pub fn looks_like_sql(text: &str) -> bool {
     lexer::looks_like_sql(text)
 }
 
+/// What says a string is SQL: decides whether text that no dialect parses is SQL that
+/// failed (and fails closed) or prose that opens with an SQL verb (and is left alone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SqlContext {
+    /// The tool's mapping, or an argument whose name means SQL (`sql`, `statement`): all
+    /// of its text is SQL, and what does not parse is `sql.unparsable`.
+    Declared,
+    /// An argument whose name may mean SQL or a search (`query`, `q`), or any other
+    /// string: SQL when a dialect parses it, or when it has the structure its verb needs
+    /// (`DELETE … FROM`, `UPDATE … SET`, `DROP TABLE`) and no dialect parses it.
+    Found,
+}
+
+/// The analysis of `text` when, in `context`, it is SQL; `None` for prose.
+///
+/// ```
+/// use bulwark_shell::sql::{SqlContext, sql_in};
+/// assert!(sql_in("Update the README", SqlContext::Found).is_none());
+/// assert!(sql_in("Grant access to the new hire", SqlContext::Found).is_none());
+/// let a = sql_in("DELETE FROM users", SqlContext::Found).unwrap();
+/// assert!(a.has("sql.delete_without_where"));
+/// let a = sql_in("DELETE FROM users WHERE (", SqlContext::Found).unwrap();
+/// assert!(a.has("sql.unparsable"));
+/// let a = sql_in("Update the README", SqlContext::Declared).unwrap();
+/// assert!(a.has("sql.unparsable"));
+/// ```
+pub fn sql_in(text: &str, context: SqlContext) -> Option<SqlAnalysis> {
+    if text.trim().is_empty() {
+        return None;
+    }
+    match context {
+        SqlContext::Declared => Some(analyse_sql(text)),
+        SqlContext::Found => {
+            if !looks_like_sql(text) {
+                return None;
+            }
+            let a = analyse_sql(text);
+            (!a.has("sql.unparsable") || lexer::statement_shaped(text)).then_some(a)
+        }
+    }
+}
+
 fn push(out: &mut SqlAnalysis, kind: impl Into<String>, class: Cap) {
     out.caps.insert(class);
     out.statements.push(SqlStatement {
