@@ -305,4 +305,22 @@ mod tests {
                 .is_ok_and(|t| t.contains(Taint::PrivateData))
         );
     }
+
+    #[test]
+    fn a_tainted_flood_of_ten_tables_does_not_wash_taint_away() {
+        // What a daemon client can do: open sessions that carry taint (`session_taint`),
+        // ten times as many as the store holds.
+        let s = MemoryStore::new(&policy("version: 1\nlimits: { max_sessions: 1024 }\n"));
+        let private: TaintSet = [Taint::PrivateData].into_iter().collect();
+        let untrusted: TaintSet = [Taint::UntrustedInput].into_iter().collect();
+        s.add_taint("victim", private, 0).ok();
+        for i in 0..10 * 1024 {
+            s.add_taint(&format!("flood-{i}"), untrusted, 1).ok();
+        }
+        assert!(s.sessions() <= 1024);
+        assert!(
+            s.taint("victim", 2)
+                .is_ok_and(|t| t.contains(Taint::PrivateData))
+        );
+    }
 }
