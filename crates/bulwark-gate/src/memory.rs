@@ -87,7 +87,7 @@ impl Tables for Lease<'_> {
         self.0.pins().is_full()
     }
 
-    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<String> {
+    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<(String, String)> {
         self.0.pins().other_server(server, tool)
     }
 

@@ -209,8 +209,10 @@ fn gateway_maker(
     gate: &Arc<Gate>,
     pins_dir: &std::path::Path,
     names: &[String],
+    remote: &[String],
     front: &'static str,
 ) -> Result<MakeGateway, FrontError> {
+    let remote: std::collections::HashSet<String> = remote.iter().cloned().collect();
     let mut pins = std::collections::HashMap::new();
     for n in names {
         pins.insert(n.clone(), PinFile::open(pins_dir, n)?);
@@ -224,6 +226,7 @@ fn gateway_maker(
                 .ok_or_else(|| format!("no pins for server {server:?}"))?;
             let digest = crate::http::id_digest(session);
             let config = GatewayConfig {
+                remote: remote.contains(server),
                 server: server.to_string(),
                 // Not the session id itself: that is a credential, and audit records are read
                 // by more people than hold it. Every server of one client session shares it,
@@ -356,14 +359,30 @@ impl Front {
             )
         });
         let server = ServerCommand { argv: command, env };
+        // Servers reached over the network: what a call carries to them leaves the machine.
+        let remote_names: Vec<String> = servers
+            .iter()
+            .filter(|s| matches!(s.upstream, bulwark_policy::ServerUpstream::Url { .. }))
+            .map(|s| s.name.clone())
+            .collect();
         let shape = if let Some(listen) = listen {
             let connector: Box<dyn crate::http::Connector> = if aggregated {
                 let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
-                let make = gateway_maker(&gate, &pins_dir, &names, "http")?;
+                let make = gateway_maker(&gate, &pins_dir, &names, &remote_names, "http")?;
                 Box::new(aggregate_connector(&servers, &server.env, make)?)
             } else {
-                let make =
-                    gateway_maker(&gate, &pins_dir, std::slice::from_ref(&identity), "http")?;
+                let over_network: &[String] = if upstream_url.is_some() {
+                    std::slice::from_ref(&identity)
+                } else {
+                    &[]
+                };
+                let make = gateway_maker(
+                    &gate,
+                    &pins_dir,
+                    std::slice::from_ref(&identity),
+                    over_network,
+                    "http",
+                )?;
                 let name = identity.clone();
                 let gateway: crate::http::MakeGateway = Box::new(move |s, p| make(s, p, &name));
                 match &upstream_url {
@@ -421,7 +440,7 @@ impl Front {
             Shape::Http(front, addr)
         } else if aggregated {
             let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
-            let make = gateway_maker(&gate, &pins_dir, &names, "stdio")?;
+            let make = gateway_maker(&gate, &pins_dir, &names, &remote_names, "stdio")?;
             Shape::Aggregate(aggregate_connector(&servers, &server.env, make)?)
         } else {
             let started = std::time::SystemTime::now()
@@ -432,6 +451,7 @@ impl Front {
             let gateway = Gateway::new(
                 Arc::clone(&gate),
                 GatewayConfig {
+                    remote: upstream_url.is_some(),
                     server: identity.clone(),
                     session: format!("mcp:{}:{started}", std::process::id()),
                     principal: Principal {

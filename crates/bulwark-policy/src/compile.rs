@@ -269,6 +269,36 @@ pub(crate) fn compile(
             Some(t) => t.value * 1000,
             None => 300_000,
         },
+        listing_ttl_ms: match &raw.mcp.listing_ttl_secs {
+            Some(t) if t.value == 0 || t.value > 86_400 => {
+                issues.at(
+                    t.referenced,
+                    "listing_ttl_secs must be between 1 and 86400".to_string(),
+                );
+                300_000
+            }
+            Some(t) => t.value * 1000,
+            None => 300_000,
+        },
+        extra_methods: raw
+            .mcp
+            .extra_methods
+            .iter()
+            .filter_map(|m| {
+                // A name with spaces or control characters, or no name, would only ever
+                // match a variant of a real method: refused, not allowlisted.
+                let ok = !m.value.is_empty()
+                    && m.value.len() <= 256
+                    && m.value.chars().all(|c| c.is_ascii_graphic());
+                if !ok {
+                    issues.at(
+                        m.referenced,
+                        "mcp.extra_methods entries must be 1-256 printable ASCII characters without spaces".to_string(),
+                    );
+                }
+                ok.then(|| m.value.clone())
+            })
+            .collect(),
         env: raw.mcp.env.clone(),
     };
     let llm = LlmPolicy {

@@ -687,6 +687,10 @@ pub struct McpPolicy {
     pub block_as: crate::schema::BlockAs,
     /// How long a forwarded request may wait for the server, in milliseconds.
     pub request_timeout_ms: u64,
+    /// How long a server's tool listing is trusted, in milliseconds.
+    pub listing_ttl_ms: u64,
+    /// Methods forwarded although the gateway does not know them (exact names).
+    pub extra_methods: Vec<String>,
     /// Extra environment variables passed to stdio servers.
     pub env: Vec<String>,
 }

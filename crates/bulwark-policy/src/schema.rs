@@ -642,6 +642,12 @@ pub struct Mcp {
     pub block_as: Option<BlockAs>,
     /// How long a forwarded request may wait for the server (default 300 s).
     pub request_timeout_secs: Option<Spanned<u64>>,
+    /// How long a server's tool listing is trusted before a call lists again (default 300 s).
+    pub listing_ttl_secs: Option<Spanned<u64>>,
+    /// Methods outside the MCP revisions the gateway speaks that it forwards anyway
+    /// (default none: an unknown method is answered -32601 by the gateway).
+    #[serde(default)]
+    pub extra_methods: Vec<Spanned<String>>,
     /// Environment variables passed to stdio servers besides the built-in allowlist.
     #[serde(default)]
     pub env: Vec<String>,
