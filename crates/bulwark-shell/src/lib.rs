@@ -35,6 +35,7 @@ pub mod ast;
 mod classify;
 mod code;
 mod fast;
+mod interp;
 mod model;
 pub mod parse;
 pub mod paths;
