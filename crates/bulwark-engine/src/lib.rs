@@ -32,6 +32,7 @@ pub mod call;
 pub mod canonical;
 pub mod decision;
 pub mod escalation;
+pub mod infer;
 pub mod line;
 pub mod pins;
 pub mod pipeline;

@@ -1,12 +1,13 @@
 //! The engine's side of one model request: taint from the history, then a ruling on every
 //! tool call the model proposes.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bulwark_engine::token::Approved;
 use bulwark_engine::{
-    Call, Decision, Direction, Engine, Now, Principal, ReasonCode, Session, State, Taint, TaintSet,
-    ToolRef, Verdict,
+    Call, Decision, Definition, Direction, Engine, Now, Principal, ReasonCode, Session, State,
+    Taint, TaintSet, ToolRef, Verdict,
 };
 use bulwark_gate::{Approval, Gate, Person};
 use serde_json::{Value, json};
@@ -61,6 +62,7 @@ pub struct Judge {
     approved: Vec<String>,
     judged: Vec<(String, String)>,
     following: TaintSet,
+    definitions: HashMap<String, Definition>,
 }
 
 /// What a [`Judge`] needs besides the gate.
@@ -74,6 +76,9 @@ pub struct Context {
     pub tokens: Vec<(String, Approved)>,
     /// The taint of results read before; `None` reads every result every time.
     pub cache: Option<Arc<ResultCache>>,
+    /// The request's tool definitions by name ([`crate::tools::definitions`]): what the
+    /// engine infers an unmapped tool does, for its calls and its results.
+    pub definitions: HashMap<String, Definition>,
 }
 
 /// Most results whose taint is remembered.
@@ -99,10 +104,16 @@ impl Default for ResultCache {
 }
 
 impl ResultCache {
-    fn key(&self, version: &str, r: &Exchange) -> u64 {
+    fn key(&self, version: &str, r: &Exchange, def: Option<&Definition>) -> u64 {
         use std::hash::{BuildHasher, Hash, Hasher};
         let mut h = self.keys.build_hasher();
         version.hash(&mut h);
+        // The definition decides what an unmapped tool's result gives.
+        if let Some(d) = def {
+            d.description.hash(&mut h);
+            bulwark_engine::canonical::hash_value(&d.input_schema, &mut h);
+            bulwark_engine::canonical::hash_value(&d.annotations, &mut h);
+        }
         // Exactly as given: the engine's own case folding decides what the name means.
         r.tool.hash(&mut h);
         bulwark_engine::canonical::hash_value(&r.args, &mut h);
@@ -161,6 +172,7 @@ impl Judge {
             approved: Vec::new(),
             judged: Vec::new(),
             following: TaintSet::NONE,
+            definitions: cx.definitions,
         }
     }
 
@@ -182,7 +194,8 @@ impl Judge {
         let mut scratch: Option<State> = None;
         let version = self.engine.policy().version.clone();
         for (i, r) in results.iter().enumerate() {
-            let key = self.cache.as_ref().map(|c| c.key(&version, r));
+            let def = r.tool.as_ref().and_then(|t| self.definitions.get(t));
+            let key = self.cache.as_ref().map(|c| c.key(&version, r, def));
             if let (Some(c), Some(k)) = (&self.cache, key)
                 && let Some(t) = c.get(k)
             {
@@ -209,6 +222,7 @@ impl Judge {
                     name: tool,
                     ..ToolRef::default()
                 },
+                definition: def.cloned(),
                 ..Call::response(&session, "", r.args.clone(), r.content.clone())
             };
             let state = scratch.get_or_insert_with(|| State::new(self.engine.policy()));
@@ -296,6 +310,7 @@ impl Judge {
                 name: name.to_string(),
                 ..ToolRef::default()
             },
+            definition: self.definitions.get(name).cloned(),
             ..Call::request(&self.session, name, args.clone())
         };
         let d = if !args.is_object() {

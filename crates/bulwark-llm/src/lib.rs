@@ -49,6 +49,7 @@ pub mod proxy;
 pub mod responses;
 pub mod sse;
 pub mod stream;
+pub mod tools;
 
 pub use api::Api;
 pub use proxy::{Config, Proxy, ProxyError};

@@ -340,6 +340,7 @@ impl Proxy {
                 principal: self.principal(&parts.headers),
                 tokens,
                 cache: Some(Arc::clone(&self.results)),
+                definitions: crate::tools::definitions(&body),
             },
         );
 

@@ -164,7 +164,13 @@ pub struct Gateway {
     listing: Mutex<Option<Listing>>,
     /// The gateway's own listing in progress, with the calls waiting for it.
     lister: Mutex<Option<Lister>>,
+    /// The definitions last listed and shown, by lower-cased name: what the engine infers
+    /// an unmapped tool does, for its calls and results (issue 26).
+    definitions: Mutex<HashMap<String, Definition>>,
 }
+
+/// Most definitions remembered for inference; past it, new tools are judged without one.
+const MAX_DEFINITIONS: usize = 4096;
 
 impl Gateway {
     /// A gateway deciding through `gate` — which asks its desk about calls that need a
@@ -190,6 +196,7 @@ impl Gateway {
             elicits: std::sync::atomic::AtomicBool::new(false),
             listing: Mutex::new(None),
             lister: Mutex::new(None),
+            definitions: Mutex::new(HashMap::new()),
         };
         if let Some(p) = &g.pins {
             let records = p.locked(|p| p.load())??;
@@ -549,6 +556,11 @@ impl Gateway {
         }
     }
 
+    /// The definition last shown for a tool, for inference.
+    fn definition_of(&self, tool: &str) -> Option<Definition> {
+        lock(&self.definitions).get(&tool.to_lowercase()).cloned()
+    }
+
     /// Decides a message's content (a result, a definition, a server's request): the gate
     /// decides it; `approve` is returned as it is (and refused), no person is asked.
     fn decide(&self, call: &Call, _now_ms: u64) -> Decision {
@@ -729,6 +741,7 @@ impl Gateway {
             self.refresh_pins();
             let mut call = self.call(&name, Direction::Request);
             call.args = arguments.clone();
+            call.definition = self.definition_of(&name);
             // A tool withheld from the list is refused before the engine sees the call (so the
             // call leaves no trace in the session), and the refusal itself is recorded.
             if self.is_withheld(&name) {
@@ -1009,6 +1022,7 @@ impl Gateway {
         let mut call = self.call(&name, Direction::Response);
         call.args = p.args.clone();
         call.result = msg.get("error").cloned();
+        call.definition = p.tool.as_deref().and_then(|t| self.definition_of(t));
         let d = self.decide(&call, now_ms);
         match (d.decision, d.masked.clone()) {
             (Verdict::Allow | Verdict::Warn, _) => msg,
@@ -1032,6 +1046,7 @@ impl Gateway {
                 let mut call = self.call(&name, Direction::Response);
                 call.args = p.args.clone();
                 call.result = msg.get("result").cloned();
+                call.definition = p.tool.as_deref().and_then(|t| self.definition_of(t));
                 let d = self.decide(&call, now_ms);
                 match d.decision {
                     Verdict::Allow | Verdict::Warn => msg,
@@ -1208,6 +1223,13 @@ impl Gateway {
         // Only what may go to the model unchanged is shown: a definition cannot be shown
         // masked, nor wait for an approval.
         if self.decide(&call, now_ms).decision <= Verdict::Warn {
+            if let Some(def) = call.definition {
+                let mut defs = lock(&self.definitions);
+                let key = name.to_lowercase();
+                if defs.len() < MAX_DEFINITIONS || defs.contains_key(&key) {
+                    defs.insert(key, def);
+                }
+            }
             Ok(name.to_string())
         } else {
             Err(name.to_string())
@@ -1932,5 +1954,44 @@ mod tests {
                 .any(|o| matches!(o, Out::Server(v) if v["method"] == "notifications/cancelled"))
         );
         assert_eq!(g.waiting(), 0);
+    }
+
+    #[test]
+    fn listed_definitions_say_what_unmapped_tools_do() {
+        let g = gateway(Policy::builtin().unwrap(), 8);
+        client(&g, json!({"jsonrpc":"2.0","id":"l","method":"tools/list"}));
+        server(
+            &g,
+            json!({"jsonrpc":"2.0","id":"l","result":{"tools":[
+                {"name":"read_inbox","description":"Read the messages in the user's inbox.","inputSchema":{"type":"object"}},
+                {"name":"send_money","description":"Sends a transaction to the recipient.",
+                 "inputSchema":{"type":"object","properties":{"recipient":{"type":"string"},"amount":{"type":"number"}}}}
+            ]}}),
+        );
+        let pay = |id: u64| {
+            call(
+                id,
+                "send_money",
+                json!({"recipient": "DE89370400440532013000", "amount": 10}),
+            )
+        };
+        // Before anything is read, the payment goes to the server.
+        assert!(matches!(&client(&g, pay(1))[..], [Out::Server(_)]));
+        server(
+            &g,
+            json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}),
+        );
+        client(&g, call(2, "read_inbox", json!({})));
+        server(
+            &g,
+            json!({"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"Lunch at noon?"}]}}),
+        );
+        // Mail is written by others: the session now holds untrusted input, and a payment
+        // after it is revoked.
+        let outs = client(&g, pay(3));
+        assert!(
+            matches!(&outs[..], [Out::Client(v)] if v.to_string().contains("TAINT_REVOKED")),
+            "{outs:?}"
+        );
     }
 }

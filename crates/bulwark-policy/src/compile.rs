@@ -1205,10 +1205,20 @@ fn taint(t: &schema::TaintSection, issues: &mut Issues) -> TaintPolicy {
             .filter_map(|p| path_glob(p).ok())
             .collect(),
         private_data: caps(&t.matrix.private_data, &[C::NetEgress]),
-        untrusted_input: caps(&t.matrix.untrusted_input, &[C::ExecIrreversible]),
+        // A message cannot be unsent, and after untrusted input its recipient and text may
+        // be the attacker's (issue 26): `msg.send` is revoked with what cannot be undone.
+        untrusted_input: caps(
+            &t.matrix.untrusted_input,
+            &[C::ExecIrreversible, C::MsgSend],
+        ),
         both: caps(
             &t.matrix.both,
-            &[C::NetEgress, C::ExecArbitrary, C::ExecIrreversible],
+            &[
+                C::NetEgress,
+                C::ExecArbitrary,
+                C::ExecIrreversible,
+                C::MsgSend,
+            ],
         ),
     }
 }

@@ -31,6 +31,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         (None, None) => Known::Unknown,
     };
     let kind = ctx.entry.map(|e| e.kind);
+    let mut inferred: Option<String> = None;
     if let Some(spec) = ctx.spec {
         ctx.caps = spec.capabilities;
         ctx.taint_out = spec.taint;
@@ -38,9 +39,18 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     } else if let Some(entry) = ctx.entry {
         ctx.caps = entry.capabilities();
         ctx.taint_out = entry.taint();
-    } else if let Some(declared) = call.declared_capabilities {
-        // A hint from the caller can only add scrutiny.
-        ctx.caps = declared;
+    } else {
+        // Nobody reviewed this tool: what its definition's words say (issue 26), plus any
+        // hint from the caller, which can only add scrutiny.
+        if let Some(def) = &call.definition {
+            let found = crate::infer::infer(name, def);
+            ctx.caps = found.capabilities;
+            ctx.taint_out = found.taint;
+            inferred = Some(found.summary());
+        }
+        if let Some(declared) = call.declared_capabilities {
+            ctx.caps = ctx.caps.union(declared);
+        }
     }
     ctx.net_by_tool = ctx.caps.has_family("net");
 
@@ -268,10 +278,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
 
     let (known, caps) = (ctx.known, ctx.caps);
     ctx.explain(|| {
-        format!(
+        let mut note = format!(
             "known from {known:?}; capabilities [{}]",
             caps.names().join(", ")
-        )
+        );
+        if let Some(why) = inferred {
+            note.push_str("; ");
+            note.push_str(&why);
+        }
+        note
     });
 
     if unknown {
@@ -352,9 +367,11 @@ fn by_pointer<'v>(args: &'v Value, pointer: Option<&str>) -> Option<&'v str> {
     args.pointer(pointer?)?.as_str()
 }
 
-/// For tools nobody described: a URL, or anything under a key that can only name a host.
+/// For tools nobody described: a URL, written with a scheme or as `www.…` (how people and
+/// models write addresses; AgentDojo's web tools take them so).
 fn looks_like_destination(s: &str) -> bool {
-    s.contains("://")
+    let s = s.trim();
+    s.contains("://") || s.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www."))
 }
 
 /// Absolute, home-relative or relative paths with a separator or a dotfile name.
