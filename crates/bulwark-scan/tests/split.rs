@@ -177,7 +177,10 @@ fn injection() {
     for half in halves() {
         let rep = score_injection(half, "injection.jsonl").unwrap();
         println!("\n### injection, {half}");
-        table(&format!("injection {half}: per source / family"), &rep.by_set);
+        table(
+            &format!("injection {half}: per source / family"),
+            &rep.by_set,
+        );
         table(&format!("injection {half}: per language"), &rep.by_lang);
         let mut all = BTreeMap::new();
         all.insert(format!("all {half} rows"), rep.total);
@@ -242,12 +245,20 @@ fn poisoning() {
         for r in &data {
             let truth = r["label"].as_bool().unwrap();
             let (predicted, ids) = definition_flags(&r["definition"]);
-            let set = format!("{} ({})", r["source"].as_str().unwrap(), if truth { "poisoned" } else { "benign" });
+            let set = format!(
+                "{} ({})",
+                r["source"].as_str().unwrap(),
+                if truth { "poisoned" } else { "benign" }
+            );
             if half == "dev"
                 && truth != predicted
                 && std::env::var("SHOW").is_ok_and(|s| set.contains(&s))
             {
-                println!("  {} {set}: {} {ids:?}", if truth { "MISS" } else { "FALSE" }, r["definition"]);
+                println!(
+                    "  {} {set}: {} {ids:?}",
+                    if truth { "MISS" } else { "FALSE" },
+                    r["definition"]
+                );
             }
             total.add(truth, predicted);
             by_set.entry(set).or_default().add(truth, predicted);
