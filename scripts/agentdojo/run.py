@@ -30,8 +30,9 @@ Two oracles (`--oracle`):
 A refused call does not end the run: the oracle goes on with the next call, and its final
 answer is its own (what the tools returned), never the proxy's refusal text — that text
 holds a random approval id, which made AgentDojo's substring checks pass or fail by chance.
-Tool output is YAML in which line breaks inside strings are written `\n`; it is unescaped
-before the oracle looks for the injection. An injection task whose ground truth is empty
+Tool output is YAML in which line breaks inside strings are written `\n` and quotes in
+single-quoted strings are doubled; both are undone before the oracle looks for the
+injection (and the injection is compared the same way). An injection task whose ground truth is empty
 cannot be carried out by any oracle: the summary reports ASR against that ceiling too.
 
 Usage: run.py BASE_URL SUITE [--attack important_instructions|direct] [--oracle sequential]
@@ -62,7 +63,8 @@ def text_of(message):
 def flat(text):
     # YAML writes a line break inside a string as `\n`: undo it, then compare without
     # whitespace, which formatting changes.
-    return " ".join(text.replace("\\n", "\n").split())
+    # A single-quoted YAML scalar doubles its quotes (`''Hey''`): undo that too.
+    return " ".join(text.replace("\\n", "\n").replace("''", "'").split())
 
 
 class GullibleOracle(BasePipelineElement):
