@@ -63,7 +63,14 @@ pub struct Judge {
     judged: Vec<(String, String)>,
     following: TaintSet,
     definitions: HashMap<String, Definition>,
+    provenance: bool,
+    sources: crate::provenance::Sources,
+    kept: usize,
 }
+
+/// Most bytes of conversation text kept for provenance. Past it nothing more is kept, so a
+/// value can only look less settled (a call stays refused), never more.
+pub const MAX_PROVENANCE_BYTES: usize = 8 << 20;
 
 /// What a [`Judge`] needs besides the gate.
 #[derive(Default)]
@@ -79,6 +86,9 @@ pub struct Context {
     /// The request's tool definitions by name ([`crate::tools::definitions`]): what the
     /// engine infers an unmapped tool does, for its calls and its results.
     pub definitions: HashMap<String, Definition>,
+    /// Decide calls the revocation matrix refuses once more by where their consequential
+    /// arguments came from ([`crate::provenance`]).
+    pub provenance: bool,
 }
 
 /// Most results whose taint is remembered.
@@ -173,6 +183,40 @@ impl Judge {
             judged: Vec::new(),
             following: TaintSet::NONE,
             definitions: cx.definitions,
+            provenance: cx.provenance,
+            sources: Default::default(),
+            kept: 0,
+        }
+    }
+
+    /// Takes in the user's own messages, for provenance.
+    pub fn hear_user(&mut self, texts: Vec<String>) {
+        for t in texts {
+            if self.keep(&t) {
+                self.sources.user.push(t);
+            }
+        }
+    }
+
+    fn keep(&mut self, t: &str) -> bool {
+        if !self.provenance || self.kept + t.len() > MAX_PROVENANCE_BYTES {
+            return false;
+        }
+        self.kept += t.len();
+        true
+    }
+
+    fn heard_result(&mut self, content: &Value, taint: TaintSet) {
+        let text = match content {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if self.keep(&text) {
+            if taint.contains(Taint::UntrustedInput) {
+                self.sources.untrusted.push(text);
+            } else {
+                self.sources.trusted.push(text);
+            }
         }
     }
 
@@ -200,6 +244,7 @@ impl Judge {
                 && let Some(t) = c.get(k)
             {
                 added = added.union(t);
+                self.heard_result(&r.content, t);
                 continue;
             }
             let mut extra = TaintSet::NONE;
@@ -240,6 +285,7 @@ impl Judge {
             if let (Some(c), Some(k)) = (&self.cache, key) {
                 c.put(k, taint);
             }
+            self.heard_result(&r.content, taint);
             added = added.union(taint);
             if d.decision != Verdict::Allow {
                 let call = Call {
@@ -331,10 +377,13 @@ impl Judge {
                 .holding_taint()
                 .person(Person::Caller)
                 .tokens(&self.tokens);
-            let ruling = match self.scratch.as_mut() {
+            let mut ruling = match self.scratch.as_mut() {
                 Some(s) => decide.in_session(s).decide(),
                 None => decide.decide(),
             };
+            if self.provenance && ruling.decision.reason_code == Some(ReasonCode::TaintRevoked) {
+                ruling = self.by_provenance(&call, ruling);
+            }
             // What a released call brings once it has run, for whoever continues this
             // answer without the call in hand (a chained Responses turn).
             self.following = self.following.union(ruling.decision.taint);
@@ -346,6 +395,41 @@ impl Judge {
         // Refused before the engine: recorded whether or not the log takes it.
         let _ = self.gate.record(&call, &d);
         self.rule(id, name, &call, d)
+    }
+
+    /// A call the matrix revoked, looked at by where its consequential values came from
+    /// ([`crate::provenance`]): settled ones are decided again without the session's taint
+    /// (every other check still runs); the others stay refused, saying which value.
+    fn by_provenance(
+        &mut self,
+        call: &Call,
+        mut ruling: bulwark_gate::Ruling,
+    ) -> bulwark_gate::Ruling {
+        use crate::provenance::Origin;
+        match self.sources.origin(&call.args) {
+            Origin::Settled => {
+                let mut fresh = Session::default();
+                self.gate
+                    .call(call)
+                    .holding_taint()
+                    .person(Person::Caller)
+                    .tokens(&self.tokens)
+                    .in_session(&mut fresh)
+                    .decide()
+            }
+            Origin::Untrusted(v) => {
+                ruling.decision.reason.push_str(&format!(
+                    " Its value {v:?} appears only in content from outside (a tool result that carried untrusted input), not in anything the user wrote."
+                ));
+                ruling
+            }
+            Origin::Unknown(v) => {
+                ruling.decision.reason.push_str(&format!(
+                    " Its value {v:?} appears neither in the user's messages nor in a trusted result, so where it came from cannot be settled."
+                ));
+                ruling
+            }
+        }
     }
 
     fn rule(&mut self, id: &str, name: &str, call: &Call, d: Decision) -> Ruling {

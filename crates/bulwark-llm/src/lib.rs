@@ -45,6 +45,7 @@ pub mod front;
 pub mod history;
 pub mod judge;
 pub mod messages;
+pub mod provenance;
 pub mod proxy;
 pub mod responses;
 pub mod sse;

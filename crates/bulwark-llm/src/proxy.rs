@@ -341,8 +341,10 @@ impl Proxy {
                 tokens,
                 cache: Some(Arc::clone(&self.results)),
                 definitions: crate::tools::definitions(&body),
+                provenance: true,
             },
         );
+        judge.hear_user(crate::provenance::user_texts(&body));
 
         judge.absorb(&results);
         if api == Api::Responses
