@@ -135,8 +135,13 @@ impl Gate {
         })
     }
 
-    /// Keeps state in `store` instead of this process's memory.
+    /// Keeps state in `store` instead of this process's memory. A store other processes
+    /// share ([`Store::shared`]) puts the gate on the wall clock, the one its stamps are
+    /// compared by; a clock set later ([`Gate::with_clock`]) still wins.
     pub fn with_store(mut self, store: Arc<dyn Store>) -> Gate {
+        if store.shared() {
+            self.clock = Clock::wall();
+        }
         self.store = store;
         self
     }

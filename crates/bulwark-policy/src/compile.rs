@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::compiled::*;
 use crate::error::{Issues, PolicyError};
 use crate::glob::Glob;
-use crate::schema::{self, Mode, PolicyFile, UnknownAction};
+use crate::schema::{self, Mode, PolicyFile, StateBackend, UnknownAction};
 use crate::vocab::{
     Capability, ContentCategory, ReasonCode, RuleScope, Severity, Taint, TaintSet, Verdict,
 };
@@ -447,6 +447,8 @@ pub(crate) fn compile(
         }
     });
 
+    let state = state_policy(raw.state.as_ref(), &mut issues);
+
     let policy = Policy {
         name,
         version,
@@ -477,12 +479,102 @@ pub(crate) fn compile(
         servers,
         audit,
         fleet,
+        state,
         packs: packs.iter().map(|p| p.name.clone()).collect(),
     };
     if let Some(first) = pack_errors.into_iter().next() {
         return Err(first);
     }
     issues.into_result(file, policy)
+}
+
+/// Longest `state.timeout_ms`: a decision never waits longer than this on the store.
+pub const MAX_STATE_TIMEOUT_MS: u64 = 10_000;
+
+/// The `state:` section, checked: a Redis backend needs a `redis://` URL; the prefix is a
+/// short run of key-safe characters; the timeout is bounded.
+fn state_policy(raw: Option<&schema::StateSection>, issues: &mut Issues) -> StatePolicy {
+    let mut out = StatePolicy::default();
+    let Some(raw) = raw else { return out };
+    if let Some(b) = &raw.backend {
+        out.backend = b.value;
+    }
+    if let Some(on) = raw.on_unavailable {
+        out.on_unavailable = on;
+    }
+    if let Some(p) = &raw.prefix {
+        let ok = !p.value.is_empty()
+            && p.value.len() <= 64
+            && p.value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
+        if !ok {
+            issues.at(
+                p.referenced,
+                "state.prefix must be 1 to 64 of A-Z a-z 0-9 _ - . :",
+            );
+        }
+        out.prefix = p.value.clone();
+    }
+    if let Some(t) = &raw.timeout_ms {
+        if t.value == 0 || t.value > MAX_STATE_TIMEOUT_MS {
+            issues.at(
+                t.referenced,
+                format!("state.timeout_ms must be 1 to {MAX_STATE_TIMEOUT_MS}"),
+            );
+        }
+        out.timeout_ms = t.value;
+    }
+    match (&out.backend, &raw.url) {
+        (StateBackend::Redis, None) => {
+            let at = raw.backend.as_ref().map(|b| b.referenced);
+            let msg = "state.backend: redis needs state.url (redis://HOST:PORT)";
+            match at {
+                Some(at) => issues.at(at, msg),
+                None => issues.list.push(crate::error::Issue {
+                    line: 0,
+                    column: 0,
+                    message: msg.into(),
+                }),
+            }
+        }
+        (StateBackend::Redis, Some(u)) => {
+            // TLS (rediss://) and Unix sockets are not built in: the client is compiled
+            // without them (see docs/scale-out.md).
+            let host = u.value.strip_prefix("redis://").map(|r| {
+                let r = r.rsplit_once('@').map_or(r, |(_, h)| h);
+                r.split('/').next().unwrap_or("")
+            });
+            if host.is_none_or(|h| {
+                h.is_empty() || bulwark_net::parse(&format!("redis://{h}")).is_err()
+            }) {
+                issues.at(
+                    u.referenced,
+                    format!(
+                        "bad state.url {:?}: expected redis://[:PASSWORD@]HOST:PORT[/DB]",
+                        redact(&u.value)
+                    ),
+                );
+            }
+            out.url = Some(u.value.clone());
+        }
+        (StateBackend::Memory, Some(u)) => {
+            issues.at(u.referenced, "state.url is only for state.backend: redis");
+        }
+        (StateBackend::Memory, None) => {}
+    }
+    out
+}
+
+/// A URL with any password replaced, for messages.
+fn redact(url: &str) -> String {
+    match url
+        .split_once("://")
+        .and_then(|(s, r)| r.rsplit_once('@').map(|(_, h)| (s, h)))
+    {
+        Some((scheme, host)) => format!("{scheme}://***@{host}"),
+        None => url.to_string(),
+    }
 }
 
 fn hex12(bytes: &[u8]) -> String {

@@ -6,7 +6,7 @@ use bulwark_net::Allowlist;
 use regex::Regex;
 
 use crate::glob::Glob;
-use crate::schema::{ApprovalChannel, FleetMode, Mode, UnknownAction};
+use crate::schema::{ApprovalChannel, FleetMode, Mode, OnUnavailable, StateBackend, UnknownAction};
 use crate::vocab::{CapSet, ContentCategory, ReasonCode, RuleScope, Severity, TaintSet, Verdict};
 
 /// A compiled policy. Build one with [`crate::load_str`], [`crate::load_file`] or
@@ -67,6 +67,8 @@ pub struct Policy {
     pub audit: AuditPolicy,
     /// Fleet, when configured.
     pub fleet: Option<FleetPolicy>,
+    /// Where state lives.
+    pub state: StatePolicy,
     /// The packs loaded, in order.
     pub packs: Vec<String>,
 }
@@ -775,4 +777,31 @@ pub struct FleetPolicy {
     pub canary: (u64, f64, u32, u64),
     /// The broker's CA (PEM file), for `mqtts://`.
     pub ca_file: Option<String>,
+}
+
+/// Where state lives (`state:`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatePolicy {
+    /// Memory (this process) or Redis.
+    pub backend: StateBackend,
+    /// The Redis URL, for `redis`.
+    pub url: Option<String>,
+    /// Prefix of every key.
+    pub prefix: String,
+    /// Longest wait for one answer, in milliseconds.
+    pub timeout_ms: u64,
+    /// What a decision does when the store is out of reach.
+    pub on_unavailable: OnUnavailable,
+}
+
+impl Default for StatePolicy {
+    fn default() -> Self {
+        StatePolicy {
+            backend: StateBackend::Memory,
+            url: None,
+            prefix: "bulwark".into(),
+            timeout_ms: 100,
+            on_unavailable: OnUnavailable::Refuse,
+        }
+    }
 }

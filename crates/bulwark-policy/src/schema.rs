@@ -85,6 +85,8 @@ pub struct PolicyFile {
     pub audit: Audit,
     /// The fleet connection.
     pub fleet: Option<Fleet>,
+    /// Where session state and the shared tables live (default: this process).
+    pub state: Option<StateSection>,
     /// The kill switch.
     #[serde(default)]
     pub lockdown: bool,
@@ -733,6 +735,44 @@ pub struct Fleet {
     /// For `mqtts://`: the PEM file of the CA that signed the broker's certificate (the
     /// only one trusted).
     pub ca_file: Option<String>,
+}
+
+/// State section: where sessions, rate buckets, pins, the kill switch and the used-token
+/// set live.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateSection {
+    /// `memory` (default: this process) or `redis` (shared by every replica).
+    pub backend: Option<Spanned<StateBackend>>,
+    /// For `redis`: `redis://[:PASSWORD@]HOST:PORT[/DB]`.
+    pub url: Option<Spanned<String>>,
+    /// Prefix of every key (default `bulwark`), so several deployments share one server.
+    pub prefix: Option<Spanned<String>>,
+    /// Longest wait for one answer from the store, in milliseconds (default 100).
+    pub timeout_ms: Option<Spanned<u64>>,
+    /// What a decision does when the store is out of reach: `refuse` (default) or `local`
+    /// (decide on this replica's own state, each such decision marked degraded).
+    pub on_unavailable: Option<OnUnavailable>,
+}
+
+/// Where state lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StateBackend {
+    /// This process (sharded, in memory).
+    Memory,
+    /// A Redis (or Valkey) server shared by every replica.
+    Redis,
+}
+
+/// What a decision does when the shared store is out of reach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnUnavailable {
+    /// Refuse the call (`ANALYSIS_UNAVAILABLE`).
+    Refuse,
+    /// Decide on this replica's own state; the decision says it was degraded.
+    Local,
 }
 
 /// Canary rollback settings.

@@ -168,3 +168,57 @@ fn alias_bombs_are_refused() {
     let bomb = "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n";
     assert!(load_str("p.yaml", bomb).is_err());
 }
+
+#[test]
+fn a_redis_state_backend_needs_a_redis_url() {
+    assert_err(
+        "version: 1\nstate:\n  backend: redis\n",
+        "3:12",
+        "needs state.url",
+    );
+    assert_err(
+        "version: 1\nstate:\n  backend: redis\n  url: http://127.0.0.1:6379\n",
+        "4:8",
+        "expected redis://",
+    );
+    // A password in a refused URL is not repeated in the message.
+    let e = err("version: 1\nstate:\n  backend: redis\n  url: redis://:hunter2@\n");
+    assert!(!e.contains("hunter2"), "{e}");
+    assert_err(
+        "version: 1\nstate:\n  url: redis://127.0.0.1:6379\n",
+        "3:8",
+        "only for state.backend: redis",
+    );
+    assert_err(
+        "version: 1\nstate:\n  backend: redis\n  url: redis://127.0.0.1:6379\n  timeout_ms: 0\n",
+        "5:15",
+        "timeout_ms must be 1 to",
+    );
+    assert_err(
+        "version: 1\nstate:\n  backend: redis\n  url: redis://127.0.0.1:6379\n  prefix: 'a b'\n",
+        "5:11",
+        "state.prefix must be",
+    );
+    assert_err(
+        "version: 1\nstate:\n  backend: postgres\n",
+        "3:12",
+        "postgres",
+    );
+}
+
+#[test]
+fn the_state_section_is_read_with_its_defaults() {
+    let p = load_str("p.yaml", "version: 1\n").unwrap();
+    assert_eq!(p.state, bulwark_policy::StatePolicy::default());
+    assert_eq!(p.state.backend, bulwark_policy::StateBackend::Memory);
+    let p = load_str(
+        "p.yaml",
+        "version: 1\nstate: { backend: redis, url: 'redis://:pw@10.0.0.5:6380/2', prefix: prod, timeout_ms: 40, on_unavailable: local }\n",
+    )
+    .unwrap();
+    assert_eq!(p.state.backend, bulwark_policy::StateBackend::Redis);
+    assert_eq!(p.state.url.as_deref(), Some("redis://:pw@10.0.0.5:6380/2"));
+    assert_eq!(p.state.prefix, "prod");
+    assert_eq!(p.state.timeout_ms, 40);
+    assert_eq!(p.state.on_unavailable, bulwark_policy::OnUnavailable::Local);
+}
