@@ -57,7 +57,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bulwark_engine::pins::{Pin, PinRecord};
+use bulwark_engine::pins::{Pin, PinRecord, name_skeleton};
 use bulwark_engine::stages::rate::{Draw, Wait};
 use bulwark_engine::state::MAX_PINS;
 use bulwark_engine::verdict_cache::VerdictCache;
@@ -697,12 +697,32 @@ impl Tables for Lease<'_> {
             .is_none_or(|n| n >= MAX_PINS)
     }
 
-    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<String> {
-        let key = self.store.key(&["pn", &tool.to_lowercase()]);
-        let mut servers: Vec<String> = self.run(|c| redis::cmd("SMEMBERS").arg(&key).query(c))?;
-        servers.sort();
-        let me = server.unwrap_or("");
-        servers.into_iter().find(|s| s != me)
+    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<(String, String)> {
+        // The names set is keyed by the name's skeleton and holds pin fields, so a look-alike
+        // name on any server (this one included) is found as the in-process pins find it. A
+        // field whose pin an import replaced may linger in the set; it counts only while the
+        // pin is still there.
+        let key = self.store.key(&["pn", &name_skeleton(tool)]);
+        let digests = self.store.key(&["pins", "d"]);
+        let (me, name) = (server.unwrap_or(""), tool.to_lowercase());
+        self.run(|c| {
+            let mut fields: Vec<String> = redis::cmd("SMEMBERS").arg(&key).query(c)?;
+            fields.sort();
+            for f in fields {
+                let Some((s, t)) = f.split_once('\u{1f}') else {
+                    continue;
+                };
+                if s == me && t == name {
+                    continue;
+                }
+                let pinned: bool = redis::cmd("HEXISTS").arg(&digests).arg(&f).query(c)?;
+                if pinned {
+                    return Ok(Some((s.to_string(), t.to_string())));
+                }
+            }
+            Ok(None)
+        })
+        .flatten()
     }
 
     fn pin_definition(
@@ -723,7 +743,7 @@ impl Tables for Lease<'_> {
             for k in s.pin_keys() {
                 inv.key(k);
             }
-            inv.key(s.key(&["pn", &tool.to_lowercase()]))
+            inv.key(s.key(&["pn", &name_skeleton(tool)]))
                 .key(s.key(&["pf", &self::digest(server.unwrap_or(""))]))
                 .key(s.key(&["pins", "epoch"]))
                 .arg(RedisStore::pin_field(server, tool))
@@ -749,7 +769,7 @@ impl Tables for Lease<'_> {
             for k in s.pin_keys() {
                 inv.key(k);
             }
-            inv.key(s.key(&["pn", &tool.to_lowercase()]))
+            inv.key(s.key(&["pn", &name_skeleton(tool)]))
                 .key(s.key(&["pf", &self::digest(server.unwrap_or(""))]))
                 .key(s.key(&["pins", "epoch"]))
                 .arg(RedisStore::pin_field(server, tool))
@@ -1013,7 +1033,7 @@ impl Store for RedisStore {
                     r.input_schema.to_string()
                 };
                 inv.arg(Self::pin_field(server, &tool))
-                    .arg(&tool)
+                    .arg(name_skeleton(&tool))
                     .arg(&r.digest)
                     .arg(schema)
                     .arg(r.withheld.map(|c| c.as_str()).unwrap_or(""))

@@ -105,8 +105,9 @@ return {worst, wi}
 /// A definition that went through: pinned when the tool has none (and the table has
 /// room); a pin with the same digest and no schema learns this one's.
 ///
-/// KEYS: digests, schemas, withheld, reasons, offered, servers-of-this-tool, server's fields,
-/// epoch. ARGV: field, digest, schema JSON (empty: none), most pins, server.
+/// KEYS: digests, schemas, withheld, reasons, offered, pins of names that look like this one
+/// (keyed by the name's skeleton), server's fields, epoch. ARGV: field, digest, schema JSON
+/// (empty: none), most pins, server.
 pub const PIN: &str = r#"
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if cur then
@@ -119,7 +120,7 @@ end
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
-redis.call('SADD', KEYS[6], ARGV[5])
+redis.call('SADD', KEYS[6], ARGV[1])
 redis.call('SADD', KEYS[7], ARGV[1])
 redis.call('INCR', KEYS[8])
 return 1
@@ -132,7 +133,7 @@ pub const QUARANTINE: &str = r#"
 if not redis.call('HGET', KEYS[1], ARGV[1]) then
   if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[5]) then return 0 end
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-  redis.call('SADD', KEYS[6], ARGV[6])
+  redis.call('SADD', KEYS[6], ARGV[1])
   redis.call('SADD', KEYS[7], ARGV[1])
 end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
@@ -150,13 +151,12 @@ return out
 "#;
 
 /// Replaces one server's pins. KEYS: digests, schemas, withheld, reasons, offered, server's
-/// fields, epoch. ARGV: server, the names-set key prefix, then per record: field, tool,
-/// digest, schema, withheld, reason, offered (empty: none).
+/// fields, epoch. ARGV: server, the names-set key prefix, then per record: field, the name's
+/// skeleton, digest, schema, withheld, reason, offered (empty: none). A replaced pin's field
+/// may stay in its names set: readers skip fields that are no longer pinned.
 pub const IMPORT: &str = r#"
 for _, f in ipairs(redis.call('SMEMBERS', KEYS[6])) do
   for i = 1, 5 do redis.call('HDEL', KEYS[i], f) end
-  local tool = string.match(f, '\31(.*)$')
-  if tool then redis.call('SREM', ARGV[2] .. tool, ARGV[1]) end
 end
 redis.call('DEL', KEYS[6])
 for j = 3, #ARGV, 7 do
@@ -167,7 +167,7 @@ for j = 3, #ARGV, 7 do
   if ARGV[j + 5] ~= '' then redis.call('HSET', KEYS[4], f, ARGV[j + 5]) end
   if ARGV[j + 6] ~= '' then redis.call('HSET', KEYS[5], f, ARGV[j + 6]) end
   redis.call('SADD', KEYS[6], f)
-  redis.call('SADD', ARGV[2] .. ARGV[j + 1], ARGV[1])
+  redis.call('SADD', ARGV[2] .. ARGV[j + 1], f)
 end
 redis.call('INCR', KEYS[7])
 return 1
