@@ -306,6 +306,30 @@ fn what_the_server_sends_towards_the_user_or_the_model_is_scanned() {
 }
 
 #[test]
+fn a_command_or_destination_hidden_in_a_nested_argument_is_analysed() {
+    let dir = scratch();
+    let record = dir.join("received.jsonl");
+    let mut g = Wrapper::start(&dir, &record, &[], &[]);
+    // read_file is a known reader: only its path used to be read. A command riding in an
+    // extra, nested argument (which a lax server might run) is analysed like any command.
+    let r = g.call(
+        "read_file",
+        json!({"path": "notes.txt", "options": {"pre_command": "rm -rf /"}}),
+    );
+    assert!(r.get("error").is_some(), "{r}");
+    assert_eq!(r["error"]["data"]["rule_id"], "fs.rm_root_or_home", "{r}");
+    // A metadata address in a nested endpoint is a destination like a top-level url.
+    let r = g.call(
+        "echo",
+        json!({"message": "hi", "options": {"endpoint": "http://169.254.169.254/latest/meta-data/"}}),
+    );
+    assert_eq!(r["error"]["data"]["reason_code"], "SSRF_BLOCK", "{r}");
+    assert_eq!(calls_to(&record, "read_file"), 0);
+    assert_eq!(calls_to(&record, "echo"), 0);
+    assert!(text(&g.call("read_file", json!({"path": "notes.txt"}))).starts_with("RAN read_file"));
+}
+
+#[test]
 fn over_stdio_unknown_methods_and_their_variants_never_reach_the_server() {
     let dir = scratch();
     let record = dir.join("received.jsonl");

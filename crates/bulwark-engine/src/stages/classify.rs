@@ -91,6 +91,20 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
             }
         }
     }
+    // A command can ride in any argument whose name says so, wherever it sits
+    // (`pre_command`, `options.exec`, `hooks[0].cmd`), whatever the tool: each is analysed
+    // like the command itself, so a known tool's extra field is no way around the analysis.
+    for text in json::fields_deep(args, catalogue::NESTED_COMMAND_KEYS)
+        .into_iter()
+        .filter(|t| Some(*t) != command && !t.trim().is_empty())
+        .take(64)
+    {
+        let a = bulwark_shell::analyse(text);
+        facts.merge(Facts::from(&a));
+        ctx.commands.extend(a.invocations);
+        ctx.command_reasons
+            .extend(a.reasons.into_iter().map(|r| r.text));
+    }
     if command.is_none() && kind == Some(Kind::Shell) && call.direction.acts() {
         // A shell tool with no command we can find: fail closed.
         facts.capabilities.insert(Capability::ExecArbitrary);
@@ -131,7 +145,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     if let Some(u) = by_pointer(args, pointers.url.as_deref()) {
         dests.push(u.to_string());
     } else {
-        let candidates = json::fields(args, catalogue::URL_KEYS);
+        // URLs and hosts wherever they sit: `options.endpoint` is as much a destination as
+        // a top-level `url`.
+        let candidates = json::fields_deep(args, catalogue::URL_KEYS);
         match kind {
             Some(Kind::Fetch) => dests.extend(candidates.iter().map(|s| s.to_string())),
             _ if unknown || ctx.net_by_tool => {
@@ -141,7 +157,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
                     .map(|s| s.to_string())
                     .collect();
                 found.extend(
-                    json::fields(args, catalogue::HOST_KEYS)
+                    json::fields_deep(args, catalogue::HOST_KEYS)
                         .into_iter()
                         .map(str::to_string),
                 );
@@ -167,7 +183,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         || ctx.caps.has_family("fs")
     {
         paths.extend(
-            json::fields(args, catalogue::PATH_KEYS)
+            json::fields_deep(args, catalogue::PATH_KEYS)
                 .into_iter()
                 .filter(|p| looks_like_path(p))
                 .map(str::to_string),
