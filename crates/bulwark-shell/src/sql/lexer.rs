@@ -280,6 +280,10 @@ fn risky(word: &str) -> bool {
             | b"LO_EXPORT"
             | b"LOAD_FILE"
             | b"PG_LS_DIR"
+            | b"LOAD_EXTENSION"
+            | b"DBLINK"
+            | b"DBLINK_EXEC"
+            | b"XP_CMDSHELL"
     )
 }
 
