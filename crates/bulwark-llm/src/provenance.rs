@@ -59,9 +59,13 @@ pub const CONSEQUENTIAL_KEYS: &[&str] = &[
     "phone",
     "number",
     "password",
+    "id",
+    "ids",
+    "file",
 ];
 
-/// Shortest string value checked; shorter ones ("a", "ok") occur everywhere.
+/// Shortest value that can be traced; shorter ones ("13", "ok") occur everywhere, so a
+/// call that has one is not settled.
 const MIN_LEN: usize = 3;
 /// Most values checked in one call; a call with more is not settled.
 const MAX_VALUES: usize = 32;
@@ -96,10 +100,15 @@ impl Sources {
         if values.len() > MAX_VALUES {
             return Origin::Unknown(format!("{} values", values.len()));
         }
+        // Nothing to trace settles nothing: the revocation's per-call approval stays.
+        if values.is_empty() {
+            return Origin::Unknown("(no consequential argument)".into());
+        }
         let mut unknown = None;
         for v in values {
             let n = norm(&v);
             if n.chars().count() < MIN_LEN {
+                unknown.get_or_insert(v);
                 continue;
             }
             let within = |texts: &[String]| texts.iter().any(|t| norm(t).contains(&n));
@@ -234,6 +243,19 @@ mod tests {
         // Nested and listed values under a consequential key count.
         let args = json!({"message": {"to": ["GB29NWBK60161331926819"]}});
         assert!(matches!(sources().origin(&args), Origin::Untrusted(_)));
+    }
+
+    #[test]
+    fn what_cannot_be_traced_is_not_settled() {
+        // An id too short to trace (any text holds "13"), or no consequential value at all.
+        assert_eq!(
+            sources().origin(&json!({"file_id": "13"})),
+            Origin::Unknown("13".into())
+        );
+        assert!(matches!(
+            sources().origin(&json!({"body": "hello"})),
+            Origin::Unknown(_)
+        ));
     }
 
     #[test]
