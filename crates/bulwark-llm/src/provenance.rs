@@ -7,15 +7,16 @@
 //! where it reaches and how much (recipient, address, URL, account, IBAN, amount, user,
 //! channel, path, command; `CONSEQUENTIAL_KEYS`) — and each value's origin:
 //!
-//! - **the user** wrote it (it appears in a user message) or a result that gave no
-//!   untrusted input holds it: nobody outside chose it;
+//! - **the user** wrote it (it appears in a user message): nobody outside chose it. A
+//!   result that gave no untrusted input does not settle a value: it may list the
+//!   attacker's pick among others (`Sources::trusted` is kept for the reason text only);
 //! - **only untrusted content** holds it (a result that gave `untrusted-input`): the
 //!   attacker may have chosen it — the revocation stands;
 //! - **nowhere**: the model composed it (a sum, a date), or it came from somewhere the
 //!   proxy cannot see — provenance cannot settle it, and the call stays refused with the
 //!   per-call approval a person can give.
 //!
-//! Only when every consequential value is the user's or from trusted results is the call
+//! Only when every consequential value is the user's is the call
 //! decided again without the session's taint (every other check still runs on it).
 //! Limits, stated in docs/proxy.md: a value the user never wrote that comes from a file
 //! that is itself the attack (a bill with the attacker's IBAN) is refused like any other
@@ -112,7 +113,11 @@ impl Sources {
                 continue;
             }
             let within = |texts: &[String]| texts.iter().any(|t| norm(t).contains(&n));
-            if within(&self.user) || within(&self.trusted) {
+            // Only the user's own words settle a value. A result that gave no untrusted
+            // input may still list the attacker's pick (a public hotel list holds the hotel
+            // a review told the model to book): measured on AgentDojo travel, letting
+            // trusted results settle values let 56% of attacks through.
+            if within(&self.user) {
                 continue;
             }
             if within(&self.untrusted) {
@@ -228,6 +233,13 @@ mod tests {
             sources().origin(&args),
             Origin::Untrusted("GB29NWBK60161331926819".into())
         );
+    }
+
+    #[test]
+    fn a_trusted_result_does_not_settle_a_value() {
+        // "balance: 1200" is a trusted result; the model paying 1200 is not the user's word.
+        let args = json!({"recipient": "DE89370400440532013000", "amount": 1200});
+        assert_eq!(sources().origin(&args), Origin::Unknown("1200".into()));
     }
 
     #[test]
