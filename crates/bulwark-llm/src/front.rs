@@ -12,6 +12,7 @@
 //!     max_body: bulwark_llm::proxy::MAX_BODY,
 //!     upstream_key: None,
 //!     allow_host: Vec::new(),
+//!     provenance: false,
 //!     admin: None,
 //!     webhook_secret: None,
 //!     fleet_policy_file: None,
@@ -42,6 +43,8 @@ pub struct Config {
     pub upstream_key: Option<(HeaderName, String)>,
     /// Host names clients may use besides the loopback names (on loopback).
     pub allow_host: Vec<String>,
+    /// Argument provenance on ([`crate::provenance`]).
+    pub provenance: bool,
     /// The admin listener, when one is asked for.
     pub admin: Option<bulwark_admin::Settings>,
     /// The secret webhook posts are signed with.
@@ -94,6 +97,7 @@ impl Front {
             max_body,
             upstream_key,
             allow_host,
+            provenance,
             admin,
             webhook_secret,
             fleet_policy_file,
@@ -141,6 +145,7 @@ impl Front {
                 max_body,
                 upstream_key,
                 approval_key: Some(approval_key),
+                provenance,
                 allowed_hosts: addr.ip().is_loopback().then(|| {
                     LOOPBACK_HOSTS
                         .iter()

@@ -425,7 +425,7 @@ impl Judge {
             }
             Origin::Unknown(v) => {
                 ruling.decision.reason.push_str(&format!(
-                    " Its value {v:?} appears neither in the user's messages nor in a trusted result, so where it came from cannot be settled."
+                    " Its value {v:?} does not appear in the user's messages, so where it came from cannot be settled."
                 ));
                 ruling
             }

@@ -51,6 +51,11 @@ pub struct Config {
     /// accepts only loopback names, so a web page cannot reach it by DNS rebinding and
     /// spend the operator's key.
     pub allowed_hosts: Option<Vec<String>>,
+    /// Decide calls the matrix revokes once more by where their consequential arguments
+    /// came from ([`crate::provenance`]). Off unless asked for: a client that puts the
+    /// calls it wants in the user's message (a test harness, a scripted agent) would have
+    /// every value count as the user's.
+    pub provenance: bool,
 }
 
 /// The Host names a loopback proxy accepts.
@@ -341,7 +346,7 @@ impl Proxy {
                 tokens,
                 cache: Some(Arc::clone(&self.results)),
                 definitions: crate::tools::definitions(&body),
-                provenance: true,
+                provenance: self.cfg.provenance,
             },
         );
         judge.hear_user(crate::provenance::user_texts(&body));

@@ -266,6 +266,10 @@ pub struct ProxyArgs {
     /// repeatable.
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
+    /// Decide calls the revocation matrix refuses once more by where their consequential
+    /// arguments came from: values the user wrote keep them allowed (docs/proxy.md).
+    #[arg(long)]
+    pub provenance: bool,
     /// Serve the console, the approvals API and Prometheus metrics at http://ADDR/
     /// (loopback, e.g. 127.0.0.1:9466).
     #[arg(long, value_name = "ADDR")]
