@@ -97,6 +97,7 @@ impl Front {
             .map_err(|e| FrontError::Io("cannot start the runtime", e))?;
         let state_dir = parts.state_dir.clone();
         parts.count = admin.is_some();
+        parts.admin = admin.is_some();
         let gate = Arc::new(Gate::assemble(parts)?);
         // The fleet client runs on the daemon's runtime.
         let device = runtime.block_on(async {

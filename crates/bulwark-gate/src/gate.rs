@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use bulwark_approvals::Desk;
 use bulwark_audit::AuditLog;
+use bulwark_policy::ApprovalChannel;
 use bulwark_audit::metrics::Metrics;
 use bulwark_engine::{
     Call, Decision, Engine, Escalator, FleetTarget, Now, Policy, State, TaintSet, Verdict, line,
@@ -78,6 +79,9 @@ pub struct Gate {
     audit: Option<Arc<AuditLog>>,
     metrics: Option<Arc<Metrics>>,
     desk: Option<Arc<Desk>>,
+    /// The approval channels this front can take an answer on; `None`: not known (a gate
+    /// made by hand), so every enabled one is taken to.
+    reachable: Option<Vec<ApprovalChannel>>,
     escalator: OnceLock<Arc<dyn Escalator>>,
     lines: AtomicU64,
 }
@@ -106,6 +110,7 @@ impl Gate {
             audit: None,
             metrics: None,
             desk: None,
+            reachable: None,
             escalator: OnceLock::new(),
             lines: AtomicU64::new(0),
         }
@@ -163,6 +168,38 @@ impl Gate {
     pub fn with_desk(mut self, desk: Option<Arc<Desk>>) -> Gate {
         self.desk = desk;
         self
+    }
+
+    /// Says which approval channels this front can take an answer on: a call needing a
+    /// person that none of the policy's enabled channels can answer here is refused at once
+    /// instead of waiting out its timeout.
+    pub fn with_reachable(mut self, channels: Vec<ApprovalChannel>) -> Gate {
+        self.reachable = Some(channels);
+        self
+    }
+
+    /// Why nobody can answer an approval at this front, when that is so: the policy's
+    /// enabled channels and how to enable one that can.
+    pub fn unanswerable(&self) -> Option<String> {
+        let reachable = self.reachable.as_ref()?;
+        let engine = self.engine();
+        let approvals = &engine.policy().approvals;
+        let enabled = &approvals.channels;
+        let answers = enabled.iter().any(|c| {
+            reachable.contains(c)
+                && (*c != ApprovalChannel::Webhook || approvals.webhook_url.is_some())
+        });
+        if answers {
+            return None;
+        }
+        let names: Vec<&str> = enabled.iter().map(|c| channel_name(*c)).collect();
+        Some(format!(
+            "no approval channel enabled in the policy can answer it at this front \
+             (approvals.channels: [{}]); add `inbox` to approvals.channels and answer with \
+             `echo \"approve ID\" >> STATE_DIR/approvals/inbox`, or enable `cli` and start \
+             the front with --admin ADDR to answer with `bulwark approvals approve ID`",
+            names.join(", ")
+        ))
     }
 
     /// Sends the calls the policy escalates to the fleet through `escalator` (set once; the
@@ -363,6 +400,17 @@ pub(crate) fn unrecorded(d: &Decision, why: &str) -> Decision {
     out.safer_alternative = Some("Ask the operator to look at the audit log's disk.".into());
     out
 }
+/// A channel's name as the policy spells it.
+fn channel_name(c: ApprovalChannel) -> &'static str {
+    match c {
+        ApprovalChannel::Cli => "cli",
+        ApprovalChannel::Webhook => "webhook",
+        ApprovalChannel::Inbox => "inbox",
+        ApprovalChannel::Mcp => "mcp",
+        ApprovalChannel::Header => "header",
+    }
+}
+
 /// Runs a few representative calls through `engine` on a scratch state (see
 /// [`Gate::warm_up`]).
 fn warm(engine: &Engine) {

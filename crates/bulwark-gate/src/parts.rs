@@ -13,6 +13,7 @@
 //!     approval_key: [7; 32],
 //!     count: true,
 //!     ledger: true,
+//!     admin: false,
 //! })?;
 //! # let _ = gate; Ok(()) }
 //! ```
@@ -49,6 +50,9 @@ pub struct Parts {
     /// Keep the used-token ledger on disk, so a restart does not revive a used token (the
     /// proxy, which honours tokens); otherwise it is kept in memory.
     pub ledger: bool,
+    /// The front serves an admin listener, so `bulwark approvals approve` can answer it
+    /// (the `cli` channel).
+    pub admin: bool,
 }
 
 /// Why a gate could not be assembled.
@@ -80,7 +84,20 @@ impl Gate {
                 .unwrap_or(0);
             store = store.with_ledger(Ledger::open(&p.state_dir.join("approvals-used"), now_s)?);
         }
+        // Every front runs the approvals service (the inbox, a webhook); the CLI needs the
+        // admin listener; in-protocol answers come through the MCP front, header tokens
+        // through the proxy.
+        let mut reachable = vec![ApprovalChannel::Inbox, ApprovalChannel::Webhook];
+        if p.admin {
+            reachable.push(ApprovalChannel::Cli);
+        }
+        match p.front {
+            "mcp" => reachable.push(ApprovalChannel::Mcp),
+            "proxy" => reachable.push(ApprovalChannel::Header),
+            _ => {}
+        }
         let gate = Gate::with_source(p.policy, p.source, p.front)
+            .with_reachable(reachable)
             .with_store(Arc::new(store))
             .with_audit(p.audit)
             .with_desk(Some(Arc::new(desk)))

@@ -108,6 +108,7 @@ impl Front {
         let state_dir = parts.state_dir.clone();
         let approval_key = parts.approval_key;
         parts.count = admin.is_some();
+        parts.admin = admin.is_some();
         parts.ledger = true;
         let gate = Arc::new(Gate::assemble(parts)?);
         let device = bulwark_fleet::runtime::start_on_own_thread(

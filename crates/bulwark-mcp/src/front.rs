@@ -330,6 +330,7 @@ impl Front {
         let pins_dir = state_dir.join("pins");
         let pins = PinFile::open(&pins_dir, &identity)?;
         parts.count = admin.is_some();
+        parts.admin = admin.is_some();
         let gate = Arc::new(Gate::assemble(parts)?);
         let device = bulwark_fleet::runtime::start_on_own_thread(
             "mcp",

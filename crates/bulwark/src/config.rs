@@ -54,6 +54,7 @@ pub fn parts(
         approval_key: approval_key(common)?,
         count: false,
         ledger: false,
+        admin: false,
     })
 }
 
