@@ -6,11 +6,11 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use bulwark_approvals::Desk;
 use bulwark_audit::AuditLog;
-use bulwark_policy::ApprovalChannel;
 use bulwark_audit::metrics::Metrics;
 use bulwark_engine::{
     Call, Decision, Engine, Escalator, FleetTarget, Now, Policy, State, TaintSet, Verdict, line,
 };
+use bulwark_policy::ApprovalChannel;
 use serde_json::json;
 
 use crate::clock::Clock;

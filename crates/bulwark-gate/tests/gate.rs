@@ -523,8 +523,10 @@ fn the_builtin_policy_enables_every_channel_that_needs_no_setup() {
             front,
             policy: Policy::builtin().unwrap(),
             source: bulwark_gate::PolicySource::Builtin,
-            state_dir: std::env::temp_dir()
-                .join(format!("bulwark-gate-builtin-{}-{front}", std::process::id())),
+            state_dir: std::env::temp_dir().join(format!(
+                "bulwark-gate-builtin-{}-{front}",
+                std::process::id()
+            )),
             audit: None,
             approval_key: [7; 32],
             count: false,
