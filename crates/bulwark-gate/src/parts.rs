@@ -25,6 +25,7 @@ use bulwark_approvals::Desk;
 use bulwark_audit::AuditLog;
 use bulwark_audit::metrics::Metrics;
 use bulwark_engine::Policy;
+use bulwark_policy::ApprovalChannel;
 
 use crate::gate::{Gate, PolicySource};
 use crate::ledger::{Ledger, UsedError};
