@@ -174,7 +174,7 @@ fn every_error_of_a_nested_block_is_reported() {
     let yaml = "version: 1\nlimits:\n  max_sessions: -3\n  session_idle_secs: abc\n  bogus: 1\n\
                 rules:\n  - id: a\n    match: {tool: 3}\n    severity: bad\n\
                 approvals:\n  timeout_secs: x\n";
-    let e = load_str("p.yaml", yaml).err().expect("refused");
+    let e = load_str("p.yaml", yaml).expect_err("refused");
     let at: Vec<(u64, u64)> = e.issues.iter().map(|i| (i.line, i.column)).collect();
     assert_eq!(
         at,
