@@ -385,6 +385,10 @@ impl<'a> Decide<'a> {
             // An answer that cannot be taken (decided already) leaves the request as it is.
             let _ = desk.decide(rid, yes, self.gate.front(), note, now_s);
         }
+        if let Some(why) = self.gate.unanswerable() {
+            let outcome = Outcome::Unavailable(why.clone());
+            return (refusal(&outcome, d), Some(Approval::Unavailable(why)));
+        }
         let Some(ask) =
             bulwark_approvals::Ask::for_call(self.gate.front(), self.call, &d, engine.policy())
         else {

@@ -14,6 +14,7 @@
 //!     count: true,
 //!     ledger: true,
 //!     store: None,
+//!     admin: false,
 //! })?;
 //! # let _ = gate; Ok(()) }
 //! ```
@@ -25,7 +26,7 @@ use bulwark_approvals::Desk;
 use bulwark_audit::AuditLog;
 use bulwark_audit::metrics::Metrics;
 use bulwark_engine::Policy;
-use bulwark_policy::StateBackend;
+use bulwark_policy::{ApprovalChannel, StateBackend};
 
 use crate::gate::{Gate, PolicySource};
 use crate::ledger::{Ledger, UsedError};
@@ -55,6 +56,9 @@ pub struct Parts {
     /// The store the policy's `state:` section asked for, when it is not this process's
     /// memory (the binary opens it: `bulwark-store-redis`); `None` for the in-process one.
     pub store: Option<Arc<dyn Store>>,
+    /// The front serves an admin listener, so `bulwark approvals approve` can answer it
+    /// (the `cli` channel).
+    pub admin: bool,
 }
 
 /// Why a gate could not be assembled.
@@ -91,7 +95,20 @@ impl Gate {
                 Arc::new(Self::memory_store(&p.policy, p.ledger, &p.state_dir)?)
             }
         };
+        // Every front runs the approvals service (the inbox, a webhook); the CLI needs the
+        // admin listener; in-protocol answers come through the MCP front, header tokens
+        // through the proxy.
+        let mut reachable = vec![ApprovalChannel::Inbox, ApprovalChannel::Webhook];
+        if p.admin {
+            reachable.push(ApprovalChannel::Cli);
+        }
+        match p.front {
+            "mcp" => reachable.push(ApprovalChannel::Mcp),
+            "proxy" => reachable.push(ApprovalChannel::Header),
+            _ => {}
+        }
         let gate = Gate::with_source(p.policy, p.source, p.front)
+            .with_reachable(reachable)
             .with_store(store)
             .with_audit(p.audit)
             .with_desk(Some(Arc::new(desk)))

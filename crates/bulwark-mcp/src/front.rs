@@ -333,6 +333,7 @@ impl Front {
         let pins_dir = state_dir.join("pins");
         let pins = PinFile::open(&pins_dir, &identity)?;
         parts.count = admin.is_some();
+        parts.admin = admin.is_some();
         let gate = Arc::new(Gate::assemble(parts)?);
         let device = bulwark_fleet::runtime::start_on_own_thread(
             "mcp",
@@ -525,6 +526,7 @@ impl Front {
         }
         bulwark_admin::start(admin, &format!("bulwark mcp [{identity}]")).await?;
         let stop = stop_signal()?;
+        reload_on_hangup(Arc::clone(&gate), format!("bulwark mcp [{identity}]"))?;
         let exit = match shape {
             Shape::Wrapper(gateway) => {
                 let server = match &upstream {
@@ -616,6 +618,24 @@ fn http_threads() -> Option<usize> {
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|n| *n > 1)
+}
+
+/// Reloads the policy at every SIGHUP, as the daemon does, instead of dying of it (call
+/// inside the runtime). The reload runs on a blocking thread: with one worker (the stdio
+/// and default HTTP shapes), a reload on it would hold every call for the compile.
+fn reload_on_hangup(gate: Arc<Gate>, who: String) -> Result<(), FrontError> {
+    let mut hup = signal(SignalKind::hangup()).map_err(io("cannot watch SIGHUP"))?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            let g = Arc::clone(&gate);
+            match tokio::task::spawn_blocking(move || g.reload()).await {
+                Ok(Ok(v)) => eprintln!("{who}: reloaded the policy ({v})"),
+                Ok(Err(e)) => eprintln!("{who}: {e}"),
+                Err(e) => eprintln!("{who}: the reload failed: {e}"),
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Completes at SIGTERM or SIGINT (call inside the runtime).

@@ -222,3 +222,26 @@ fn the_state_section_is_read_with_its_defaults() {
     assert_eq!(p.state.timeout_ms, 40);
     assert_eq!(p.state.on_unavailable, bulwark_policy::OnUnavailable::Local);
 }
+
+#[test]
+fn every_error_of_a_nested_block_is_reported() {
+    let yaml = "version: 1\nlimits:\n  max_sessions: -3\n  session_idle_secs: abc\n  bogus: 1\n\
+                rules:\n  - id: a\n    match: {tool: 3}\n    severity: bad\n\
+                approvals:\n  timeout_secs: x\n";
+    let e = load_str("p.yaml", yaml).expect_err("refused");
+    let at: Vec<(u64, u64)> = e.issues.iter().map(|i| (i.line, i.column)).collect();
+    assert_eq!(
+        at,
+        [(3, 17), (4, 22), (5, 3), (8, 13), (9, 15), (11, 17)],
+        "{e}"
+    );
+    // Blanking an entry out to look further never shows up as an error of its own.
+    assert!(!e.to_string().contains("missing field"), "{e}");
+    assert!(!e.to_string().contains("expected mapping"), "{e}");
+    // A wrong shape that is the author's own is still reported, with what comes after it.
+    let e = err("version: 1\nlimits: 3\napprovals:\n  timeout_secs: x\n");
+    assert!(
+        e.starts_with("p.yaml:2:9: ") && e.contains("\np.yaml:4:17: "),
+        "{e}"
+    );
+}

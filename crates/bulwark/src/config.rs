@@ -57,6 +57,7 @@ pub fn parts(
         count: false,
         ledger: false,
         store,
+        admin: false,
     })
 }
 
