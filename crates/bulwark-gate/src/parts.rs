@@ -81,6 +81,7 @@ impl Gate {
             store = store.with_ledger(Ledger::open(&p.state_dir.join("approvals-used"), now_s)?);
         }
         let gate = Gate::with_source(p.policy, p.source, p.front)
+            .with_state_dir(p.state_dir.clone())
             .with_store(Arc::new(store))
             .with_audit(p.audit)
             .with_desk(Some(Arc::new(desk)))

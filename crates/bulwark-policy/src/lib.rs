@@ -40,7 +40,7 @@ pub use compile::DEFAULT_SENSITIVE_PATHS;
 pub use compiled::*;
 pub use error::{Issue, PolicyError};
 pub use glob::{Glob, GlobError};
-pub use schema::{ApprovalChannel, BlockAs, FleetMode, Mode, UnknownAction};
+pub use schema::{ApprovalChannel, BlockAs, FleetMode, GuardOn, GuardWhen, Mode, UnknownAction};
 pub use summary::Summary;
 pub use vocab::{
     CapSet, Capability, ContentCategory, ReasonCode, RuleScope, Severity, Taint, TaintSet, Verdict,
