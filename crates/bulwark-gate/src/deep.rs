@@ -70,11 +70,12 @@ pub fn model_dir(model: &str, state_dir: Option<&Path>) -> Option<PathBuf> {
     state_dir.map(|s| s.join("guard").join(model))
 }
 
+/// Makes the scorer a runner is started with, or says why it cannot.
+type MakeScorer = Box<dyn FnOnce() -> Result<Arc<dyn Scorer>, String>>;
+
 fn runner(g: &GuardPolicy, state_dir: Option<&Path>) -> Result<Arc<Runner>, String> {
     let timeout = Duration::from_millis(g.timeout_ms);
-    let (key, make): (String, Box<dyn FnOnce() -> Result<Arc<dyn Scorer>, String>>) = match &g
-        .endpoint
-    {
+    let (key, make): (String, MakeScorer) = match &g.endpoint {
         Some(endpoint) => {
             let (endpoint, model) = (endpoint.clone(), g.model.clone());
             (
