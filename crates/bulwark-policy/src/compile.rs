@@ -304,7 +304,7 @@ pub(crate) fn compile(
                     GuardWhen::HighRisk,
                 ]
             }),
-            timeout_ms: g.timeout_ms.as_ref().map_or(250, |t| t.value),
+            timeout_ms: g.timeout_ms.as_ref().map_or(1000, |t| t.value),
             on_error,
             endpoint: g.endpoint.as_ref().map(|e| e.value.clone()),
         }

@@ -655,7 +655,8 @@ pub struct Guard {
     /// (the tool can run code, write files or reach the network), `always` (default the
     /// first three).
     pub when: Option<Vec<GuardWhen>>,
-    /// How long one scoring may take, in milliseconds (default 250).
+    /// How long one scoring may take, in milliseconds (default 1000: one 256-token window
+    /// takes 60–130 ms on two loaded cores, docs/benchmarks.md).
     pub timeout_ms: Option<Spanned<u64>>,
     /// What a timeout, a full queue or a model that cannot load gets: `block` (default) or `warn`.
     pub on_error: Option<Spanned<Verdict>>,
