@@ -2,6 +2,8 @@
 //! `POST /api/chat` with `stream: false` (no Ollama can run where this is tested): the
 //! request it sends, `safe`/`unsafe` answers, and failing closed on anything else.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
