@@ -84,6 +84,8 @@ pub struct Gate {
     reachable: Option<Vec<ApprovalChannel>>,
     escalator: OnceLock<Arc<dyn Escalator>>,
     lines: AtomicU64,
+    /// Where an installed guard model is looked for (STATE_DIR/guard/NAME).
+    state_dir: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -102,7 +104,7 @@ impl Gate {
     pub fn new(policy: Policy, front: &'static str) -> Gate {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new(&policy));
         Gate {
-            engine: RwLock::new(Arc::new(Engine::new(policy))),
+            engine: RwLock::new(Arc::new(crate::deep::attach(Engine::new(policy), None))),
             source: PolicySource::Given,
             front,
             store,
@@ -113,7 +115,20 @@ impl Gate {
             reachable: None,
             escalator: OnceLock::new(),
             lines: AtomicU64::new(0),
+            state_dir: None,
         }
+    }
+
+    /// Looks for the guard's installed model under `dir` (STATE_DIR/guard/NAME) and
+    /// attaches it to the engine in force when the policy enables the guard.
+    pub fn with_state_dir(mut self, dir: std::path::PathBuf) -> Gate {
+        let engine = crate::deep::attach((*self.engine()).clone(), Some(&dir));
+        self.state_dir = Some(dir);
+        match self.engine.write() {
+            Ok(mut e) => *e = Arc::new(engine),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(engine),
+        }
+        self
     }
 
     /// A gate deciding with `policy`, read from `source` (which [`Gate::reload`] reads
@@ -231,7 +246,10 @@ impl Gate {
     /// decisions go on with the old policy meanwhile and the first ones after the swap pay
     /// nothing extra. Slow (a policy's compile): call off an async runtime's workers.
     pub fn replace_policy(&self, policy: Policy) {
-        let engine = Arc::new(Engine::new(policy));
+        let engine = Arc::new(crate::deep::attach(
+            Engine::new(policy),
+            self.state_dir.as_deref(),
+        ));
         warm(&engine);
         match self.engine.write() {
             Ok(mut e) => *e = engine,

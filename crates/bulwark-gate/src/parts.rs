@@ -109,6 +109,7 @@ impl Gate {
         }
         let gate = Gate::with_source(p.policy, p.source, p.front)
             .with_reachable(reachable)
+            .with_state_dir(p.state_dir.clone())
             .with_store(store)
             .with_audit(p.audit)
             .with_desk(Some(Arc::new(desk)))

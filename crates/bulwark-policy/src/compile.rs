@@ -252,6 +252,63 @@ pub(crate) fn compile(
             })
             .collect(),
     };
+    let guard = {
+        use crate::schema::{GuardOn, GuardWhen};
+        let g = &raw.guard;
+        let threshold = g.threshold.as_ref().map_or(0.85, |t| t.value);
+        if let Some(t) = &g.threshold
+            && !(t.value > 0.0 && t.value <= 1.0)
+        {
+            issues.at(
+                t.referenced,
+                "guard.threshold must be above 0 and at most 1",
+            );
+        }
+        let on_error = g.on_error.as_ref().map_or(Verdict::Block, |v| v.value);
+        if let Some(v) = &g.on_error
+            && !matches!(v.value, Verdict::Block | Verdict::Warn)
+        {
+            issues.at(v.referenced, "guard.on_error must be block or warn");
+        }
+        if let Some(t) = &g.timeout_ms
+            && t.value == 0
+        {
+            issues.at(t.referenced, "guard.timeout_ms must be at least 1");
+        }
+        if let Some(e) = &g.endpoint
+            && !e.value.starts_with("http://")
+        {
+            issues.at(
+                e.referenced,
+                "guard.endpoint must be http://HOST:PORT (a local Ollama)",
+            );
+        }
+        crate::compiled::GuardPolicy {
+            enabled: g.enabled.unwrap_or(false),
+            model: g.model.clone().unwrap_or_else(|| {
+                if g.endpoint.is_some() {
+                    "llama-guard3:1b"
+                } else {
+                    "minilm-l6-v2"
+                }
+                .to_string()
+            }),
+            threshold: threshold as f32,
+            on: g.on.clone().unwrap_or_else(|| {
+                vec![GuardOn::Results, GuardOn::Definitions, GuardOn::Proposals]
+            }),
+            when: g.when.clone().unwrap_or_else(|| {
+                vec![
+                    GuardWhen::Untrusted,
+                    GuardWhen::Tainted,
+                    GuardWhen::HighRisk,
+                ]
+            }),
+            timeout_ms: g.timeout_ms.as_ref().map_or(1000, |t| t.value),
+            on_error,
+            endpoint: g.endpoint.as_ref().map(|e| e.value.clone()),
+        }
+    };
     let pinning = PinningPolicy {
         enabled: raw.pinning.enabled.unwrap_or(true),
         on_change: raw.pinning.on_change.unwrap_or(Verdict::Block),
@@ -474,6 +531,7 @@ pub(crate) fn compile(
         on_error,
         approvals,
         pinning,
+        guard,
         mcp,
         llm,
         servers,

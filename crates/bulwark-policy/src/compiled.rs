@@ -57,6 +57,8 @@ pub struct Policy {
     pub approvals: ApprovalPolicy,
     /// Pinning.
     pub pinning: PinningPolicy,
+    /// The deep path's guard.
+    pub guard: GuardPolicy,
     /// The MCP gateway.
     pub mcp: McpPolicy,
     /// The LLM API proxy.
@@ -680,6 +682,27 @@ pub struct PinningPolicy {
     pub enabled: bool,
     /// What a changed definition gets.
     pub on_change: Verdict,
+}
+
+/// The deep path's guard (docs/guard.md).
+#[derive(Clone, Debug)]
+pub struct GuardPolicy {
+    /// Whether it runs.
+    pub enabled: bool,
+    /// The model's name or folder (or, with `endpoint`, the Ollama model).
+    pub model: String,
+    /// Block at or above this probability.
+    pub threshold: f32,
+    /// What it reads.
+    pub on: Vec<crate::schema::GuardOn>,
+    /// When it is worth running.
+    pub when: Vec<crate::schema::GuardWhen>,
+    /// Deadline of one scoring.
+    pub timeout_ms: u64,
+    /// What a failure to score gets (`block` or `warn`).
+    pub on_error: Verdict,
+    /// An Ollama-compatible endpoint instead of the in-process model.
+    pub endpoint: Option<String>,
 }
 
 /// The MCP gateway.

@@ -41,7 +41,8 @@ pub use compiled::*;
 pub use error::{Issue, PolicyError};
 pub use glob::{Glob, GlobError};
 pub use schema::{
-    ApprovalChannel, BlockAs, FleetMode, Mode, OnUnavailable, StateBackend, UnknownAction,
+    ApprovalChannel, BlockAs, FleetMode, GuardOn, GuardWhen, Mode, OnUnavailable, StateBackend,
+    UnknownAction,
 };
 pub use summary::Summary;
 pub use vocab::{

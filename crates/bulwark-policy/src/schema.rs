@@ -70,6 +70,9 @@ pub struct PolicyFile {
     /// Trust-on-first-use pinning of tool definitions.
     #[serde(default)]
     pub pinning: Pinning,
+    /// The deep path's learned prompt-injection guard.
+    #[serde(default)]
+    pub guard: Guard,
     /// The MCP gateway.
     #[serde(default)]
     pub mcp: Mcp,
@@ -634,6 +637,60 @@ pub struct Pinning {
     pub enabled: Option<bool>,
     /// What a changed definition gets (default block: the tool is quarantined).
     pub on_change: Option<Verdict>,
+}
+
+/// The guard section: a learned injection classifier on the deep path (docs/guard.md).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guard {
+    /// Run the guard (default false: it needs its model installed).
+    pub enabled: Option<bool>,
+    /// The model: an installed model's name (default `minilm-l6-v2`, in
+    /// STATE_DIR/guard/NAME), a folder holding it, or with `endpoint` the Ollama model name.
+    pub model: Option<String>,
+    /// Block at or above this probability (default 0.85).
+    pub threshold: Option<Spanned<f64>>,
+    /// What it reads: `results`, `definitions`, `proposals` (tool input) (default all three).
+    pub on: Option<Vec<GuardOn>>,
+    /// When it is worth running on something the fast path left undecided: `untrusted`
+    /// (content an outsider could write), `tainted` (the session already is), `high_risk`
+    /// (the tool can run code, write files or reach the network), `always` (default the
+    /// first three).
+    pub when: Option<Vec<GuardWhen>>,
+    /// How long one scoring may take, in milliseconds (default 1000: one 256-token window
+    /// takes 60–130 ms on two loaded cores, docs/benchmarks.md).
+    pub timeout_ms: Option<Spanned<u64>>,
+    /// What a timeout, a full queue or a model that cannot load gets: `block` (default) or `warn`.
+    pub on_error: Option<Spanned<Verdict>>,
+    /// An Ollama-compatible endpoint (`http://127.0.0.1:11434`) to ask instead of the
+    /// in-process model.
+    pub endpoint: Option<Spanned<String>>,
+}
+
+/// What the guard reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardOn {
+    /// Tool results.
+    Results,
+    /// Tool definitions.
+    Definitions,
+    /// Tool input: MCP requests and LLM-proposed calls.
+    Proposals,
+}
+
+/// When the guard is worth running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardWhen {
+    /// The content is of a kind an outsider could write (fetch, search, inbox).
+    Untrusted,
+    /// The session is already tainted.
+    Tainted,
+    /// The tool can execute, write or reach the network.
+    HighRisk,
+    /// Every time the fast path leaves it undecided.
+    Always,
 }
 
 /// MCP gateway section.
