@@ -27,7 +27,7 @@ use serde_json::json;
 /// The `n`th call: a shell command and a SQL query by turns, in one session whose own rate
 /// limit is lifted (one busy agent).
 fn call(n: usize) -> Call {
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         Call::request(
             "bench",
             "bash",
@@ -67,7 +67,7 @@ fn main() {
             "version: 1\nrate:\n  session: {{ calls: 0, network: 0, actuate: 0 }}\n{extra}"
         );
         let shared = format!(
-            "{base}state: {{ backend: redis, url: '{}', prefix: bench{i} }}\n",
+            "{base}state: {{ backend: redis, url: '{}', prefix: bench{i}, timeout_ms: 1000 }}\n",
             redis.url()
         );
         let load = |y: &str| bulwark_policy::load_str("b.yaml", y).unwrap();
