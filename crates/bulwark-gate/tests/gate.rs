@@ -464,6 +464,7 @@ fn assembled(front: &'static str, yaml: &str, admin: bool) -> Gate {
         count: false,
         ledger: false,
         admin,
+        store: None,
     })
     .unwrap()
 }
@@ -532,6 +533,7 @@ fn the_builtin_policy_enables_every_channel_that_needs_no_setup() {
             count: false,
             ledger: false,
             admin: false,
+            store: None,
         })
         .unwrap();
         assert_eq!(gate.unanswerable(), None, "{front}");

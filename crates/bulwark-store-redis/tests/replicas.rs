@@ -387,6 +387,7 @@ fn a_policy_asking_for_redis_is_not_assembled_on_memory() {
         count: false,
         ledger: false,
         store,
+        admin: false,
     };
     let e = Gate::assemble(parts(None)).unwrap_err();
     assert!(e.to_string().contains("state.backend: redis"), "{e}");

@@ -175,11 +175,11 @@ fn key_means(key: &str, want: &str) -> bool {
                 || (c.is_ascii_uppercase()
                     && key[..i]
                         .chars()
-                        .last()
+                        .next_back()
                         .is_some_and(|p| p.is_ascii_lowercase()))
         })
         .map(|(i, c)| if c.is_ascii_uppercase() { i } else { i + 1 })
-        .last();
+        .next_back();
     cut.is_some_and(|i| key[i..].eq_ignore_ascii_case(want))
 }
 
