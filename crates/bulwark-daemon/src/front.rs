@@ -97,6 +97,7 @@ impl Front {
             .map_err(|e| FrontError::Io("cannot start the runtime", e))?;
         let state_dir = parts.state_dir.clone();
         parts.count = admin.is_some();
+        parts.admin = admin.is_some();
         let gate = Arc::new(Gate::assemble(parts)?);
         // The fleet client runs on the daemon's runtime.
         let device = runtime.block_on(async {
@@ -176,12 +177,16 @@ impl Front {
             let reloader = Arc::clone(&service);
             tokio::spawn(async move {
                 while hup.recv().await.is_some() {
-                    match reloader.reload() {
-                        Ok(v) => eprintln!(
+                    // Loading and compiling a policy takes a while; on a blocking thread,
+                    // the runtime's workers go on answering with the old one meanwhile.
+                    let r = Arc::clone(&reloader);
+                    match tokio::task::spawn_blocking(move || r.reload()).await {
+                        Ok(Ok(v)) => eprintln!(
                             "bulwark daemon: reloaded the policy ({})",
                             v["policy_version"]
                         ),
-                        Err(e) => eprintln!("bulwark daemon: {}", e.message),
+                        Ok(Err(e)) => eprintln!("bulwark daemon: {}", e.message),
+                        Err(e) => eprintln!("bulwark daemon: the reload failed: {e}"),
                     }
                 }
             });

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// One thing a stage found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
     /// The rule or detector that found it.
     pub rule_id: String,
@@ -21,6 +21,9 @@ pub struct Finding {
     /// How bad it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub severity: Option<Severity>,
+    /// A learned model's probability, for the guard's finding (`guard.model`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f32>,
 }
 
 impl Finding {
@@ -32,6 +35,7 @@ impl Finding {
             span: None,
             pointer: None,
             severity: None,
+            score: None,
         }
     }
 }

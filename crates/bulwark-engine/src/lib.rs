@@ -31,7 +31,9 @@ pub mod bucket;
 pub mod call;
 pub mod canonical;
 pub mod decision;
+pub mod deep;
 pub mod escalation;
+pub mod infer;
 pub mod line;
 pub mod pins;
 pub mod pipeline;
@@ -52,6 +54,7 @@ pub use bulwark_policy::{
 };
 pub use call::{Call, Definition, Direction, Principal, Profile, ToolRef};
 pub use decision::{Decision, EscalationMode, Finding};
+pub use deep::DeepGuard;
 pub use escalation::{Escalator, FleetTarget};
 pub use pipeline::{FleetAnswer, Observer, Outcome, Pass, Quiet};
 pub use scanner::{
@@ -68,6 +71,7 @@ pub use time::Now;
 pub struct Engine {
     policy: Arc<Policy>,
     scanner: Arc<dyn ContentScanner>,
+    guard: Option<Arc<dyn DeepGuard>>,
 }
 
 impl Engine {
@@ -83,7 +87,14 @@ impl Engine {
         Engine {
             policy: Arc::new(policy),
             scanner,
+            guard: None,
         }
+    }
+
+    /// The same engine with `guard` as its deep path (stage `guard`; it runs only when the
+    /// policy enables it).
+    pub fn with_guard(self, guard: Option<Arc<dyn DeepGuard>>) -> Engine {
+        Engine { guard, ..self }
     }
 
     /// The same engine with `scanner` as its content stage.
@@ -123,6 +134,7 @@ impl Engine {
         pipeline::run(
             &self.policy,
             self.scanner.as_ref(),
+            self.guard.as_deref(),
             call,
             session,
             tables,

@@ -126,7 +126,12 @@ pub fn parse(text: &str, default_session: &str) -> Result<Line, LineError> {
             )));
         }
     };
-    let definition = (direction == Direction::Definition).then(|| Definition {
+    // A request may carry its tool's definition too: what the words infer (issue 26).
+    let definition = (direction == Direction::Definition
+        || raw.description.is_some()
+        || raw.input_schema.is_some()
+        || raw.annotations.is_some())
+    .then(|| Definition {
         description: raw.description.unwrap_or_default(),
         input_schema: raw.input_schema.unwrap_or(Value::Null),
         annotations: raw.annotations.unwrap_or(Value::Null),

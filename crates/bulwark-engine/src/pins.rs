@@ -9,6 +9,16 @@ use serde_json::Value;
 
 use crate::bounded::BoundedMap;
 
+/// What a tool name looks like to a person: compatibility forms folded, look-alike letters
+/// mapped to ASCII, case folded, invisible characters and whitespace dropped. Two names with
+/// one skeleton cannot be told apart by a model reading a tool list.
+pub fn name_skeleton(tool: &str) -> String {
+    bulwark_scan::normalize(tool)
+        .text
+        .split_whitespace()
+        .collect()
+}
+
 /// A pinned definition.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pin {
@@ -91,13 +101,19 @@ impl Pins {
         }
     }
 
-    /// Another server that already pinned a tool of this name.
-    pub fn other_server(&self, server: Option<&str>, tool: &str) -> Option<String> {
+    /// A tool pinned already that this one would shadow, as (server, tool): the same name
+    /// on another server, or a name that looks the same ([`name_skeleton`]) on any server,
+    /// this one included.
+    pub fn other_server(&self, server: Option<&str>, tool: &str) -> Option<(String, String)> {
         let (me, name) = Self::key(server, tool);
+        let skeleton = name_skeleton(tool);
         self.map
             .iter()
-            .find(|((s, t), _)| *t == name && *s != me)
-            .map(|((s, _), _)| s.clone())
+            .find(|((s, t), _)| {
+                let alike = *t == name || name_skeleton(t) == skeleton;
+                alike && (*s != me || *t != name)
+            })
+            .map(|((s, t), _)| (s.clone(), t.clone()))
     }
 
     /// Whether no new tool can be pinned. Pins are never evicted to make room — that would
@@ -257,5 +273,25 @@ mod tests {
         assert!(p.is_full());
         assert!(p.get(Some("s"), "bad").unwrap().quarantined.is_some());
         assert!(p.get(Some("s"), "junk9").is_none());
+    }
+
+    #[test]
+    fn look_alike_names_shadow_on_any_server_and_the_same_name_on_another() {
+        let mut p = Pins::new(16);
+        p.on_allowed(Some("a"), "read_file", "d".into(), &Value::Null);
+        // The same tool again on its own server shadows nothing.
+        assert_eq!(p.other_server(Some("a"), "read_file"), None);
+        assert_eq!(p.other_server(Some("a"), "write_file"), None);
+        let hit = Some(("a".to_string(), "read_file".to_string()));
+        assert_eq!(p.other_server(Some("b"), "read_file"), hit);
+        for like in [
+            "re\u{430}d_file",
+            "read\u{200b}_file",
+            "\u{ff52}ead_file",
+            "read_file ",
+        ] {
+            assert_eq!(p.other_server(Some("a"), like), hit, "{like:?}");
+            assert_eq!(p.other_server(Some("b"), like), hit, "{like:?}");
+        }
     }
 }

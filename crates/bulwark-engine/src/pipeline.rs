@@ -78,6 +78,8 @@ pub struct Ctx<'a> {
     pub policy: &'a Policy,
     /// The content scanner.
     pub scanner: &'a dyn ContentScanner,
+    /// The deep path's guard, when the gate attached one.
+    pub guard: Option<&'a dyn crate::deep::DeepGuard>,
     /// The time.
     pub now: Now,
     /// Where the tool is known from.
@@ -259,6 +261,7 @@ impl Pass {
 pub(crate) fn run(
     policy: &Policy,
     scanner: &dyn ContentScanner,
+    guard: Option<&dyn crate::deep::DeepGuard>,
     call: &Call,
     session: &mut Session,
     tables: &mut dyn Tables,
@@ -270,6 +273,7 @@ pub(crate) fn run(
         call,
         policy,
         scanner,
+        guard,
         now,
         known: Known::Unknown,
         spec: None,

@@ -144,10 +144,11 @@ impl Session {
 #[derive(Debug)]
 pub struct SessionTable {
     map: BoundedMap<String, Session>,
-    /// The taint of sessions pushed out by newer ones, by a digest of their id: without it,
-    /// anyone able to open sessions could flood the table until a tainted session is
-    /// evicted and comes back clean. Idle expiry still forgets taint, as the policy says.
-    evicted_taint: BoundedMap<u64, TaintSet>,
+    /// The taint of sessions pushed out by newer ones: without it, anyone able to open
+    /// sessions could flood the table until a tainted session is evicted and comes back
+    /// clean. Kept in a structure no flood can flush ([`EvictedTaint`]). Idle expiry still
+    /// forgets taint, as the policy says.
+    evicted_taint: EvictedTaint,
     idle_ms: u64,
     expired: u64,
 }
@@ -160,6 +161,10 @@ impl SessionTable {
 
     /// Puts a session back (replacing one with the same id), e.g. from a state file.
     pub fn import(&mut self, id: &str, session: Session) {
+        if self.map.peek(id).is_none() {
+            // No clock here: a slot whose taint ended is not cleared (stricter).
+            self.make_room(0);
+        }
         self.map.insert(id.to_string(), session);
     }
 
@@ -167,9 +172,22 @@ impl SessionTable {
     pub fn new(max: usize, idle_ms: u64) -> Self {
         SessionTable {
             map: BoundedMap::new(max),
-            evicted_taint: BoundedMap::new(max.saturating_mul(4).max(1024)),
+            evicted_taint: EvictedTaint::new(max),
             idle_ms,
             expired: 0,
+        }
+    }
+
+    /// Evicts the least recently used session when the table is full, remembering its
+    /// taint until it would have gone idle.
+    fn make_room(&mut self, now_ms: u64) {
+        if self.map.len() >= self.map.limit()
+            && let Some((old_id, old)) = self.map.pop_oldest()
+            && !old.taint.is_empty()
+        {
+            let until = old.last_seen_ms.saturating_add(self.idle_ms);
+            self.evicted_taint
+                .remember(&old_id, old.taint, until, now_ms);
         }
     }
 
@@ -180,23 +198,17 @@ impl SessionTable {
             .map
             .peek(id)
             .map(|s| now_ms.saturating_sub(s.last_seen_ms) > idle);
-        let stale = held == Some(true);
-        if stale {
+        if held == Some(true) {
             self.map.remove(id);
             self.expired += 1;
         }
         let key = id.to_string();
         let mut inherited = TaintSet::NONE;
         if held != Some(false) {
-            if self.map.len() >= self.map.limit()
-                && let Some((old_id, old)) = self.map.pop_oldest()
-                && !old.taint.is_empty()
-            {
-                self.evicted_taint.insert(id_digest(&old_id), old.taint);
-            }
-            if !stale && let Some(t) = self.evicted_taint.remove(&id_digest(&key)) {
-                inherited = t;
-            }
+            self.make_room(now_ms);
+            // An id idle past its time finds its own slot expired as well; what it can still
+            // inherit is only another evicted session's taint sharing the slot (stricter).
+            inherited = self.evicted_taint.recall(&key, now_ms);
         }
         let s = self.map.get_or_insert_with(&key, || Session {
             last_seen_ms: now_ms,
@@ -207,9 +219,9 @@ impl SessionTable {
         s
     }
 
-    /// How many evicted sessions' taint is remembered.
+    /// How many slots hold the taint of evicted sessions (expired ones included).
     pub fn remembered_taint(&self) -> usize {
-        self.evicted_taint.len()
+        self.evicted_taint.held()
     }
 
     /// The session `id` without creating or touching it.
@@ -249,11 +261,88 @@ impl SessionTable {
     }
 }
 
-/// A fixed-key digest of a session id. A collision can only give a session taint it did not
-/// earn (stricter), never take taint away.
-fn id_digest(id: &str) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id)
+/// Fewest slots of an [`EvictedTaint`].
+const MIN_SLOTS: usize = 1024;
+/// Most slots of an [`EvictedTaint`] (8 MiB at 9 bytes a slot).
+const MAX_SLOTS: usize = 1 << 20;
+/// Slots per session the table holds.
+const SLOTS_PER_SESSION: usize = 16;
+
+/// The taint of evicted sessions, in a fixed array of slots that nothing can flush.
+///
+/// An id maps to one slot by a keyed hash (the key drawn per table, so nobody can pick ids
+/// that share a slot with someone else's). Remembering ORs the taint into the slot and
+/// pushes its end out; nothing ever removes taint from a slot before its end, so no number
+/// of new sessions — tainted or not — can make an evicted session come back clean while it
+/// could still be used. The price of that is collisions: an id whose slot another evicted
+/// session tainted inherits that taint (stricter, never laxer). With 16 slots per session
+/// the table holds, a fresh session inherits taint it did not earn only when many tainted
+/// sessions were evicted within the idle time — a flood, under which erring strict is the
+/// point. A slot's taint ends when the sessions that put it there would have gone idle.
+///
+/// The alternative — a bounded map of evicted ids, as before — is exact, but a flood of
+/// tainted sessions (a daemon client may send `session_taint`) larger than the map evicts
+/// the victim from it too.
+#[derive(Debug)]
+struct EvictedTaint {
+    /// Allocated on the first eviction of a tainted session: most tables never need it.
+    taint: Vec<TaintSet>,
+    /// Monotonic ms after which the slot's taint no longer counts.
+    until_ms: Vec<u64>,
+    slots: usize,
+    keys: std::collections::hash_map::RandomState,
+}
+
+impl EvictedTaint {
+    fn new(max_sessions: usize) -> Self {
+        let slots = max_sessions
+            .saturating_mul(SLOTS_PER_SESSION)
+            .clamp(MIN_SLOTS, MAX_SLOTS)
+            .next_power_of_two();
+        EvictedTaint {
+            taint: Vec::new(),
+            until_ms: Vec::new(),
+            slots,
+            keys: std::collections::hash_map::RandomState::new(),
+        }
+    }
+
+    fn slot(&self, id: &str) -> usize {
+        use std::hash::BuildHasher;
+        (self.keys.hash_one(id) as usize) & (self.slots - 1)
+    }
+
+    /// Remembers `taint` for `id` until `until_ms`; `now_ms` tells ended slots.
+    fn remember(&mut self, id: &str, taint: TaintSet, until_ms: u64, now_ms: u64) {
+        if self.taint.is_empty() {
+            self.taint = vec![TaintSet::NONE; self.slots];
+            self.until_ms = vec![0; self.slots];
+        }
+        let i = self.slot(id);
+        let (Some(t), Some(u)) = (self.taint.get_mut(i), self.until_ms.get_mut(i)) else {
+            return;
+        };
+        // An ended slot starts over; a live one only grows, in taint and in time.
+        if *u < now_ms {
+            *t = TaintSet::NONE;
+        }
+        *t = t.union(taint);
+        *u = (*u).max(until_ms);
+    }
+
+    /// The taint remembered for `id` at `now_ms`.
+    fn recall(&self, id: &str, now_ms: u64) -> TaintSet {
+        let i = self.slot(id);
+        match (self.taint.get(i), self.until_ms.get(i)) {
+            (Some(t), Some(u)) if *u >= now_ms => *t,
+            _ => TaintSet::NONE,
+        }
+    }
+
+    /// Slots holding taint.
+    fn held(&self) -> usize {
+        self.taint.iter().filter(|t| !t.is_empty()).count()
+    }
 }
 
 #[cfg(test)]
@@ -285,8 +374,47 @@ mod tests {
         }
         assert!(t.peek("victim").is_none(), "evicted");
         assert!(t.get("victim", 2).taint.contains(Taint::PrivateData));
-        // Clean sessions leave nothing behind.
-        assert_eq!(t.remembered_taint(), 0);
+        // Clean sessions leave nothing behind: the victim's slot is the only one.
+        assert_eq!(t.remembered_taint(), 1);
+    }
+
+    #[test]
+    fn a_tainted_flood_of_ten_tables_does_not_wash_taint_away() {
+        // Flood sessions that carry taint themselves (a daemon client may send
+        // `session_taint`): each one evicted is remembered too, and must not push the
+        // victim's taint out of whatever remembers evicted sessions.
+        let max = 256;
+        let mut t = SessionTable::new(max, 60_000);
+        t.get("victim", 0)
+            .add_taint([Taint::PrivateData].into_iter().collect());
+        let untrusted: TaintSet = [Taint::UntrustedInput].into_iter().collect();
+        for i in 0..10 * max {
+            t.get(&format!("flood-{i}"), 1).add_taint(untrusted);
+        }
+        assert!(t.peek("victim").is_none(), "evicted");
+        assert!(t.get("victim", 2).taint.contains(Taint::PrivateData));
+        // Imported sessions that push a tainted one out remember it as well.
+        let mut t = SessionTable::new(2, 60_000);
+        t.get("victim", 0)
+            .add_taint([Taint::PrivateData].into_iter().collect());
+        for i in 0..20 {
+            t.import(&format!("file-{i}"), Session::default());
+        }
+        assert!(t.peek("victim").is_none(), "evicted");
+        assert!(t.get("victim", 2).taint.contains(Taint::PrivateData));
+    }
+
+    #[test]
+    fn remembered_taint_ends_with_the_idle_time() {
+        let mut t = SessionTable::new(1, 1000);
+        t.get("victim", 0)
+            .add_taint([Taint::PrivateData].into_iter().collect());
+        t.get("other", 10);
+        // Within its idle time the evicted session comes back tainted …
+        assert!(t.get("victim", 500).taint.contains(Taint::PrivateData));
+        t.get("other", 600);
+        // … after it, it would have expired in the table too, and starts fresh.
+        assert!(t.get("victim", 5000).taint.is_empty());
     }
 
     #[test]

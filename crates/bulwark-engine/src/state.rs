@@ -56,8 +56,9 @@ pub trait Tables {
     fn pin(&self, server: Option<&str>, tool: &str) -> Option<Arc<Pin>>;
     /// Whether no new tool can be pinned ([`Pins::is_full`]).
     fn pins_full(&self) -> bool;
-    /// Another server that pinned a tool of this name already.
-    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<String>;
+    /// A tool pinned already that this one would shadow, as (server, tool): the same name
+    /// on another server, or a look-alike name on any ([`crate::pins::Pins::other_server`]).
+    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<(String, String)>;
     /// A definition that went through: pinned if the tool had no pin; a pin with the same
     /// digest and no schema learns this one's.
     fn pin_definition(
@@ -156,7 +157,7 @@ impl Tables for Shared {
         self.pins.is_full()
     }
 
-    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<String> {
+    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<(String, String)> {
         self.pins.other_server(server, tool)
     }
 

@@ -127,6 +127,55 @@ fn unknown_tools_are_analysed_by_their_arguments() {
 }
 
 #[test]
+fn prose_that_opens_with_an_sql_verb_is_not_sql() {
+    let mut h = Harness::default_policy();
+    for (n, (tool, args)) in [
+        (
+            "create_issue",
+            json!({"title": "Update the README", "body": "Delete the old section"}),
+        ),
+        ("git_commit", json!({"message": "Update changes"})),
+        ("set_filter", json!({"type": "delete"})),
+        (
+            "translate",
+            json!({"text": "Grant access to the new hire", "to": "fr"}),
+        ),
+        (
+            "search_mail",
+            json!({"query": "delete old newsletters from bob"}),
+        ),
+        (
+            "notes_append",
+            json!({"q": "Drop the old branch after merging"}),
+        ),
+        (
+            "todo_add",
+            json!({"item": "Create a new table for the garden"}),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d = h.req(&format!("p{n}"), tool, args);
+        assert!(d.is_allowed(), "{tool}: {d:?}");
+        assert!(
+            !d.capabilities.names().iter().any(|c| c.starts_with("db.")),
+            "{tool}: {d:?}"
+        );
+    }
+    // Statements stay statements wherever they are, and text in an argument named for SQL
+    // that no dialect parses still fails closed.
+    let d = h.req("s1", "notes_append", json!({"body": "DROP DATABASE prod"}));
+    assert_eq!(d.rule_id.as_deref(), Some("sql.drop_database"), "{d:?}");
+    let d = h.req("s2", "my_db", json!({"query": "DELETE FROM users WHERE ("}));
+    assert!(!d.is_allowed(), "{d:?}");
+    let d = h.req("s3", "my_db", json!({"sql": "Update the README"}));
+    assert!(!d.is_allowed(), "{d:?}");
+    let d = h.req("s4", "execute_sql", json!({"query": "delete"}));
+    assert!(!d.is_allowed(), "{d:?}");
+}
+
+#[test]
 fn unknown_tool_actions() {
     for (action, verdict) in [
         ("warn", Verdict::Warn),

@@ -11,6 +11,8 @@
 //! ```sh
 //! cargo bench -p bulwark-gate --bench sessions            # 7 rounds of 1 s per shape
 //! ROUNDS=11 ROUND_MS=2000 cargo bench -p bulwark-gate --bench sessions
+//! # instructions per call of one shape (0: gate, 1: one lock), set-up subtracted:
+//! SHAPE=0 CALLS=4000 valgrind --tool=callgrind target/release/deps/sessions-*
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -146,6 +148,18 @@ fn main() {
             }),
         ),
     ];
+    // `SHAPE=i CALLS=n`: decide n calls of shape i on this thread and stop, for counting
+    // instructions per call under callgrind (run twice with different n and subtract: the
+    // set-up cancels out), which the machine's other load cannot disturb.
+    if let (Ok(shape), Ok(calls)) = (std::env::var("SHAPE"), std::env::var("CALLS")) {
+        let (_, d) = &shapes[shape.parse::<usize>().unwrap()];
+        let calls: u64 = calls.parse().unwrap();
+        let list: Vec<Call> = (0..64).map(|i| call(&sessions[0], i)).collect();
+        for n in 0..calls {
+            d.decide(&list[(n % 64) as usize], n);
+        }
+        return;
+    }
     let mut results = vec![(Vec::new(), Vec::new()); shapes.len()];
     for _ in 0..rounds {
         for (i, (_, d)) in shapes.iter().enumerate() {

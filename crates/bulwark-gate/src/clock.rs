@@ -30,6 +30,28 @@ impl Clock {
         }
     }
 
+    /// Milliseconds since the Unix epoch as the "monotonic" clock: the one clock several
+    /// replicas sharing a store agree on (rate buckets, loop-guard windows and idle times of
+    /// a session that hops between replicas compare stamps made by different processes).
+    /// Hosts must keep their clocks in step (NTP); a clock stepping back does not refill a
+    /// bucket, it only delays the refill.
+    pub fn wall() -> Clock {
+        Clock {
+            mono: Arc::new(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                    .unwrap_or(0)
+            }),
+            unix: Arc::new(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0)
+            }),
+        }
+    }
+
     /// A clock that reads what `mono` and `unix` say (tests, benches).
     pub fn from_fn(
         mono: impl Fn() -> u64 + Send + Sync + 'static,

@@ -248,7 +248,12 @@ impl<'a> Decide<'a> {
             m.observe_stages(&timer);
         }
         match (stored, out) {
-            (Ok(()), Some(d)) => d,
+            (Ok(()), Some(mut d)) => {
+                if let Some(why) = self.gate.store().degraded() {
+                    degrade(&mut d, &why);
+                }
+                d
+            }
             (Err(e), _) => self.refused(ReasonCode::AnalysisUnavailable, &e.to_string()),
             (Ok(()), None) => self.refused(
                 ReasonCode::AnalysisUnavailable,
@@ -380,6 +385,10 @@ impl<'a> Decide<'a> {
             // An answer that cannot be taken (decided already) leaves the request as it is.
             let _ = desk.decide(rid, yes, self.gate.front(), note, now_s);
         }
+        if let Some(why) = self.gate.unanswerable() {
+            let outcome = Outcome::Unavailable(why.clone());
+            return (refusal(&outcome, d), Some(Approval::Unavailable(why)));
+        }
         let Some(ask) =
             bulwark_approvals::Ask::for_call(self.gate.front(), self.call, &d, engine.policy())
         else {
@@ -402,6 +411,16 @@ impl<'a> Decide<'a> {
             }
         }
     }
+}
+
+/// Marks a decision made on this process's own state while the shared store was away: a
+/// finding the audit record carries, and a reason that says so.
+fn degrade(d: &mut Decision, why: &str) {
+    d.findings.push(bulwark_engine::decision::Finding::new(
+        "state.degraded",
+        "state",
+    ));
+    d.reason = format!("{} (Decided on this replica's own state: {why}.)", d.reason);
 }
 
 fn without_alternative(mut d: Decision) -> Decision {

@@ -60,6 +60,7 @@
 
 pub mod clock;
 pub mod decide;
+pub mod deep;
 pub mod gate;
 pub mod ledger;
 pub mod memory;

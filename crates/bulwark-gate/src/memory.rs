@@ -87,7 +87,7 @@ impl Tables for Lease<'_> {
         self.0.pins().is_full()
     }
 
-    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<String> {
+    fn pinned_elsewhere(&self, server: Option<&str>, tool: &str) -> Option<(String, String)> {
         self.0.pins().other_server(server, tool)
     }
 
@@ -302,6 +302,24 @@ mod tests {
         }
         assert!(
             s.taint("victim", 3)
+                .is_ok_and(|t| t.contains(Taint::PrivateData))
+        );
+    }
+
+    #[test]
+    fn a_tainted_flood_of_ten_tables_does_not_wash_taint_away() {
+        // What a daemon client can do: open sessions that carry taint (`session_taint`),
+        // ten times as many as the store holds.
+        let s = MemoryStore::new(&policy("version: 1\nlimits: { max_sessions: 1024 }\n"));
+        let private: TaintSet = [Taint::PrivateData].into_iter().collect();
+        let untrusted: TaintSet = [Taint::UntrustedInput].into_iter().collect();
+        s.add_taint("victim", private, 0).ok();
+        for i in 0..10 * 1024 {
+            s.add_taint(&format!("flood-{i}"), untrusted, 1).ok();
+        }
+        assert!(s.sessions() <= 1024);
+        assert!(
+            s.taint("victim", 2)
                 .is_ok_and(|t| t.contains(Taint::PrivateData))
         );
     }

@@ -110,4 +110,18 @@ pub trait Store: Send + Sync {
 
     /// Whether a token was used already (or cannot be remembered, which reads as used).
     fn token_used(&self, token: &str) -> bool;
+
+    /// Whether other processes share this store. A shared store's time stamps are compared
+    /// across processes, so a gate on it reads the wall clock ([`crate::Clock::wall`])
+    /// instead of one counting from its own start.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// Why decisions are being made on this process's own state instead of the shared
+    /// store (a shared store that is out of reach, configured to degrade rather than
+    /// refuse); `None` when they are not. The gate marks every decision made meanwhile.
+    fn degraded(&self) -> Option<String> {
+        None
+    }
 }

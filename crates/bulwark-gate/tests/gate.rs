@@ -446,3 +446,96 @@ fn a_session_mid_decision_does_not_hold_up_another() {
     cv.notify_all();
     assert!(holder.join().unwrap(), "session b waited for session a");
 }
+
+/// A front's gate as the fronts assemble it, with `yaml` and (or not) an admin listener.
+fn assembled(front: &'static str, yaml: &str, admin: bool) -> Gate {
+    let dir = std::env::temp_dir().join(format!(
+        "bulwark-gate-reach-{}-{front}-{admin}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    Gate::assemble(bulwark_gate::Parts {
+        front,
+        policy: policy(yaml),
+        source: bulwark_gate::PolicySource::Given,
+        state_dir: dir,
+        audit: None,
+        approval_key: [7; 32],
+        count: false,
+        ledger: false,
+        admin,
+        store: None,
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_call_no_enabled_channel_can_answer_is_refused_at_once() {
+    let deploy = Call::request("s", "deploy", json!({"env": "prod"}));
+    // Only the CLI may answer, and this front has no admin listener for it.
+    let gate = assembled(
+        "mcp",
+        "version: 1\napprovals: { tools: ['deploy'], channels: [cli] }\n",
+        false,
+    );
+    let r = gate.decide(&deploy);
+    assert_eq!(r.decision.decision, Verdict::Block, "{:?}", r);
+    assert!(
+        matches!(r.approval, Some(Approval::Unavailable(_))),
+        "{:?}",
+        r.approval
+    );
+    assert!(
+        r.decision.reason.contains("inbox") && r.decision.reason.contains("--admin"),
+        "{}",
+        r.decision.reason
+    );
+    // The header channel answers at the proxy only.
+    let gate = assembled(
+        "daemon",
+        "version: 1\napprovals: { tools: ['deploy'], channels: [header] }\n",
+        true,
+    );
+    assert_eq!(gate.decide(&deploy).decision.decision, Verdict::Block);
+    // With the CLI reachable (an admin listener), the call waits for its answer.
+    let gate = assembled(
+        "mcp",
+        "version: 1\napprovals: { tools: ['deploy'], channels: [cli] }\n",
+        true,
+    );
+    assert!(matches!(
+        gate.decide(&deploy).approval,
+        Some(Approval::Pending(_))
+    ));
+}
+
+#[test]
+fn the_builtin_policy_enables_every_channel_that_needs_no_setup() {
+    use bulwark_policy::ApprovalChannel as C;
+    let p = Policy::builtin().unwrap();
+    assert_eq!(
+        p.approvals.channels,
+        [C::Cli, C::Inbox, C::Mcp, C::Header],
+        "packs/default.yaml"
+    );
+    // So the default policy's approvals can be answered at every front, admin or not.
+    for front in ["mcp", "daemon", "proxy"] {
+        let gate = Gate::assemble(bulwark_gate::Parts {
+            front,
+            policy: Policy::builtin().unwrap(),
+            source: bulwark_gate::PolicySource::Builtin,
+            state_dir: std::env::temp_dir().join(format!(
+                "bulwark-gate-builtin-{}-{front}",
+                std::process::id()
+            )),
+            audit: None,
+            approval_key: [7; 32],
+            count: false,
+            ledger: false,
+            admin: false,
+            store: None,
+        })
+        .unwrap();
+        assert_eq!(gate.unanswerable(), None, "{front}");
+    }
+}

@@ -178,6 +178,7 @@ fn main() {
                 upstream_key: None,
                 approval_key: Some([1; 32]),
                 allowed_hosts: None,
+                provenance: false,
             },
         )
         .unwrap();

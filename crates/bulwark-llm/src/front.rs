@@ -12,6 +12,7 @@
 //!     max_body: bulwark_llm::proxy::MAX_BODY,
 //!     upstream_key: None,
 //!     allow_host: Vec::new(),
+//!     provenance: false,
 //!     admin: None,
 //!     webhook_secret: None,
 //!     fleet_policy_file: None,
@@ -42,6 +43,8 @@ pub struct Config {
     pub upstream_key: Option<(HeaderName, String)>,
     /// Host names clients may use besides the loopback names (on loopback).
     pub allow_host: Vec<String>,
+    /// Argument provenance on ([`crate::provenance`]).
+    pub provenance: bool,
     /// The admin listener, when one is asked for.
     pub admin: Option<bulwark_admin::Settings>,
     /// The secret webhook posts are signed with.
@@ -94,6 +97,7 @@ impl Front {
             max_body,
             upstream_key,
             allow_host,
+            provenance,
             admin,
             webhook_secret,
             fleet_policy_file,
@@ -108,6 +112,7 @@ impl Front {
         let state_dir = parts.state_dir.clone();
         let approval_key = parts.approval_key;
         parts.count = admin.is_some();
+        parts.admin = admin.is_some();
         parts.ledger = true;
         let gate = Arc::new(Gate::assemble(parts)?);
         let device = bulwark_fleet::runtime::start_on_own_thread(
@@ -141,6 +146,7 @@ impl Front {
                 max_body,
                 upstream_key,
                 approval_key: Some(approval_key),
+                provenance,
                 allowed_hosts: addr.ip().is_loopback().then(|| {
                     LOOPBACK_HOSTS
                         .iter()
@@ -182,6 +188,7 @@ impl Front {
             let listener = tokio::net::TcpListener::bind(self.addr)
                 .await
                 .map_err(|e| FrontError::Io(format!("cannot listen on {}", self.addr), e))?;
+            reload_on_hangup(Arc::clone(&self.gate))?;
             let stop = async {
                 let term = async {
                     match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -237,4 +244,23 @@ impl Front {
         }
         Ok(())
     }
+}
+
+/// Reloads the policy at every SIGHUP, as the daemon does, instead of dying of it (call
+/// inside the runtime). The reload runs on a blocking thread so that the two workers go on
+/// answering with the old policy meanwhile.
+fn reload_on_hangup(gate: Arc<Gate>) -> Result<(), FrontError> {
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(|e| FrontError::Io("cannot watch SIGHUP".into(), e))?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            let g = Arc::clone(&gate);
+            match tokio::task::spawn_blocking(move || g.reload()).await {
+                Ok(Ok(v)) => eprintln!("bulwark proxy: reloaded the policy ({v})"),
+                Ok(Err(e)) => eprintln!("bulwark proxy: {e}"),
+                Err(e) => eprintln!("bulwark proxy: the reload failed: {e}"),
+            }
+        }
+    });
+    Ok(())
 }

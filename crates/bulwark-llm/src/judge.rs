@@ -1,12 +1,13 @@
 //! The engine's side of one model request: taint from the history, then a ruling on every
 //! tool call the model proposes.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bulwark_engine::token::Approved;
 use bulwark_engine::{
-    Call, Decision, Direction, Engine, Now, Principal, ReasonCode, Session, State, Taint, TaintSet,
-    ToolRef, Verdict,
+    Call, Decision, Definition, Direction, Engine, Now, Principal, ReasonCode, Session, State,
+    Taint, TaintSet, ToolRef, Verdict,
 };
 use bulwark_gate::{Approval, Gate, Person};
 use serde_json::{Value, json};
@@ -61,7 +62,15 @@ pub struct Judge {
     approved: Vec<String>,
     judged: Vec<(String, String)>,
     following: TaintSet,
+    definitions: HashMap<String, Definition>,
+    provenance: bool,
+    sources: crate::provenance::Sources,
+    kept: usize,
 }
+
+/// Most bytes of conversation text kept for provenance. Past it nothing more is kept, so a
+/// value can only look less settled (a call stays refused), never more.
+pub const MAX_PROVENANCE_BYTES: usize = 8 << 20;
 
 /// What a [`Judge`] needs besides the gate.
 #[derive(Default)]
@@ -74,6 +83,12 @@ pub struct Context {
     pub tokens: Vec<(String, Approved)>,
     /// The taint of results read before; `None` reads every result every time.
     pub cache: Option<Arc<ResultCache>>,
+    /// The request's tool definitions by name ([`crate::tools::definitions`]): what the
+    /// engine infers an unmapped tool does, for its calls and its results.
+    pub definitions: HashMap<String, Definition>,
+    /// Decide calls the revocation matrix refuses once more by where their consequential
+    /// arguments came from ([`crate::provenance`]).
+    pub provenance: bool,
 }
 
 /// Most results whose taint is remembered.
@@ -99,10 +114,16 @@ impl Default for ResultCache {
 }
 
 impl ResultCache {
-    fn key(&self, version: &str, r: &Exchange) -> u64 {
+    fn key(&self, version: &str, r: &Exchange, def: Option<&Definition>) -> u64 {
         use std::hash::{BuildHasher, Hash, Hasher};
         let mut h = self.keys.build_hasher();
         version.hash(&mut h);
+        // The definition decides what an unmapped tool's result gives.
+        if let Some(d) = def {
+            d.description.hash(&mut h);
+            bulwark_engine::canonical::hash_value(&d.input_schema, &mut h);
+            bulwark_engine::canonical::hash_value(&d.annotations, &mut h);
+        }
         // Exactly as given: the engine's own case folding decides what the name means.
         r.tool.hash(&mut h);
         bulwark_engine::canonical::hash_value(&r.args, &mut h);
@@ -161,6 +182,41 @@ impl Judge {
             approved: Vec::new(),
             judged: Vec::new(),
             following: TaintSet::NONE,
+            definitions: cx.definitions,
+            provenance: cx.provenance,
+            sources: Default::default(),
+            kept: 0,
+        }
+    }
+
+    /// Takes in the user's own messages, for provenance.
+    pub fn hear_user(&mut self, texts: Vec<String>) {
+        for t in texts {
+            if self.keep(&t) {
+                self.sources.user.push(t);
+            }
+        }
+    }
+
+    fn keep(&mut self, t: &str) -> bool {
+        if !self.provenance || self.kept + t.len() > MAX_PROVENANCE_BYTES {
+            return false;
+        }
+        self.kept += t.len();
+        true
+    }
+
+    fn heard_result(&mut self, content: &Value, taint: TaintSet) {
+        let text = match content {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if self.keep(&text) {
+            if taint.contains(Taint::UntrustedInput) {
+                self.sources.untrusted.push(text);
+            } else {
+                self.sources.trusted.push(text);
+            }
         }
     }
 
@@ -182,11 +238,13 @@ impl Judge {
         let mut scratch: Option<State> = None;
         let version = self.engine.policy().version.clone();
         for (i, r) in results.iter().enumerate() {
-            let key = self.cache.as_ref().map(|c| c.key(&version, r));
+            let def = r.tool.as_ref().and_then(|t| self.definitions.get(t));
+            let key = self.cache.as_ref().map(|c| c.key(&version, r, def));
             if let (Some(c), Some(k)) = (&self.cache, key)
                 && let Some(t) = c.get(k)
             {
                 added = added.union(t);
+                self.heard_result(&r.content, t);
                 continue;
             }
             let mut extra = TaintSet::NONE;
@@ -209,6 +267,7 @@ impl Judge {
                     name: tool,
                     ..ToolRef::default()
                 },
+                definition: def.cloned(),
                 ..Call::response(&session, "", r.args.clone(), r.content.clone())
             };
             let state = scratch.get_or_insert_with(|| State::new(self.engine.policy()));
@@ -226,6 +285,7 @@ impl Judge {
             if let (Some(c), Some(k)) = (&self.cache, key) {
                 c.put(k, taint);
             }
+            self.heard_result(&r.content, taint);
             added = added.union(taint);
             if d.decision != Verdict::Allow {
                 let call = Call {
@@ -296,6 +356,7 @@ impl Judge {
                 name: name.to_string(),
                 ..ToolRef::default()
             },
+            definition: self.definitions.get(name).cloned(),
             ..Call::request(&self.session, name, args.clone())
         };
         let d = if !args.is_object() {
@@ -316,10 +377,13 @@ impl Judge {
                 .holding_taint()
                 .person(Person::Caller)
                 .tokens(&self.tokens);
-            let ruling = match self.scratch.as_mut() {
+            let mut ruling = match self.scratch.as_mut() {
                 Some(s) => decide.in_session(s).decide(),
                 None => decide.decide(),
             };
+            if self.provenance && ruling.decision.reason_code == Some(ReasonCode::TaintRevoked) {
+                ruling = self.by_provenance(&call, ruling);
+            }
             // What a released call brings once it has run, for whoever continues this
             // answer without the call in hand (a chained Responses turn).
             self.following = self.following.union(ruling.decision.taint);
@@ -331,6 +395,41 @@ impl Judge {
         // Refused before the engine: recorded whether or not the log takes it.
         let _ = self.gate.record(&call, &d);
         self.rule(id, name, &call, d)
+    }
+
+    /// A call the matrix revoked, looked at by where its consequential values came from
+    /// ([`crate::provenance`]): settled ones are decided again without the session's taint
+    /// (every other check still runs); the others stay refused, saying which value.
+    fn by_provenance(
+        &mut self,
+        call: &Call,
+        mut ruling: bulwark_gate::Ruling,
+    ) -> bulwark_gate::Ruling {
+        use crate::provenance::Origin;
+        match self.sources.origin(&call.args) {
+            Origin::Settled => {
+                let mut fresh = Session::default();
+                self.gate
+                    .call(call)
+                    .holding_taint()
+                    .person(Person::Caller)
+                    .tokens(&self.tokens)
+                    .in_session(&mut fresh)
+                    .decide()
+            }
+            Origin::Untrusted(v) => {
+                ruling.decision.reason.push_str(&format!(
+                    " Its value {v:?} appears only in content from outside (a tool result that carried untrusted input), not in anything the user wrote."
+                ));
+                ruling
+            }
+            Origin::Unknown(v) => {
+                ruling.decision.reason.push_str(&format!(
+                    " Its value {v:?} does not appear in the user's messages, so where it came from cannot be settled."
+                ));
+                ruling
+            }
+        }
     }
 
     fn rule(&mut self, id: &str, name: &str, call: &Call, d: Decision) -> Ruling {

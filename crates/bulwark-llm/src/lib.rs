@@ -45,10 +45,12 @@ pub mod front;
 pub mod history;
 pub mod judge;
 pub mod messages;
+pub mod provenance;
 pub mod proxy;
 pub mod responses;
 pub mod sse;
 pub mod stream;
+pub mod tools;
 
 pub use api::Api;
 pub use proxy::{Config, Proxy, ProxyError};

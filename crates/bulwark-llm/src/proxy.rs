@@ -51,6 +51,11 @@ pub struct Config {
     /// accepts only loopback names, so a web page cannot reach it by DNS rebinding and
     /// spend the operator's key.
     pub allowed_hosts: Option<Vec<String>>,
+    /// Decide calls the matrix revokes once more by where their consequential arguments
+    /// came from ([`crate::provenance`]). Off unless asked for: a client that puts the
+    /// calls it wants in the user's message (a test harness, a scripted agent) would have
+    /// every value count as the user's.
+    pub provenance: bool,
 }
 
 /// The Host names a loopback proxy accepts.
@@ -340,8 +345,11 @@ impl Proxy {
                 principal: self.principal(&parts.headers),
                 tokens,
                 cache: Some(Arc::clone(&self.results)),
+                definitions: crate::tools::definitions(&body),
+                provenance: self.cfg.provenance,
             },
         );
+        judge.hear_user(crate::provenance::user_texts(&body));
 
         judge.absorb(&results);
         if api == Api::Responses
@@ -610,6 +618,17 @@ impl Proxy {
 }
 
 async fn handle(State(p): State<Arc<Proxy>>, req: Request) -> Response {
+    // A body coded with anything but plain chunking (`gzip, chunked`) is not what the
+    // proxy reads and judges, and would be forwarded with its coding stripped off as a
+    // hop-by-hop header: refused, as the MCP listener refuses what it cannot read.
+    if let Some(te) = unsupported_transfer_coding(req.headers()) {
+        return plain_error(
+            StatusCode::NOT_IMPLEMENTED,
+            &format!(
+                "Transfer-Encoding {te:?} is not accepted: send the body plain or only chunked"
+            ),
+        );
+    }
     if let Some(allowed) = &p.cfg.allowed_hosts {
         let host = req
             .headers()
@@ -765,6 +784,27 @@ fn api_error(api: Api, status: StatusCode, message: &str) -> Response {
         body.to_string(),
     )
         .into_response()
+}
+
+/// The request's `Transfer-Encoding`, when it holds any coding other than `chunked`
+/// (every field line counted).
+fn unsupported_transfer_coding(headers: &HeaderMap) -> Option<String> {
+    let values: Vec<&HeaderValue> = headers.get_all(header::TRANSFER_ENCODING).iter().collect();
+    let plain = values.iter().all(|v| {
+        v.to_str().is_ok_and(|s| {
+            s.split(',')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .all(|c| c.eq_ignore_ascii_case("chunked"))
+        })
+    });
+    (!plain).then(|| {
+        values
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
 }
 
 fn plain_error(status: StatusCode, message: &str) -> Response {

@@ -119,7 +119,10 @@ fn the_revocation_matrix_is_the_ratchets() {
     let policy = Policy::builtin().unwrap();
     let mut tally = (0, 0);
     for v in vectors("matrix") {
-        let got = policy.taint.forbidden(taint_of(&v["taint"]));
+        let mut got = policy.taint.forbidden(taint_of(&v["taint"]));
+        // The Ratchet has no capability for sending a message; Bulwark's `msg.send` (revoked
+        // with what cannot be undone, issue 26) is outside the vocabulary it tests.
+        got.remove(Capability::MsgSend);
         let want = caps_of(&v["expect"]);
         let absent = v
             .get("asserted_absent")

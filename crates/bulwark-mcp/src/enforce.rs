@@ -1,7 +1,8 @@
 //! A decision turned into what the MCP client receives (DESIGN §7).
 //!
-//! A refused call or result is answered with a JSON-RPC error whose `data` is the decision
-//! JSON — never the refused payload — or, when the policy says `mcp.block_as: result`, with a
+//! A refused call or result is answered with a JSON-RPC error whose `message` says what was
+//! refused, why and what to do instead ([`explain`]), and whose `data` is the decision JSON
+//! — never the refused payload — or, when the policy says `mcp.block_as: result`, with a
 //! tool result marked `isError` whose text is the reason, for clients that show JSON-RPC
 //! errors poorly to the model.
 
@@ -16,6 +17,8 @@ pub fn code_for(d: &Decision, direction: Direction) -> (i64, &'static str) {
     match d.reason_code {
         Some(ReasonCode::RateLimit) => (-32000, "rate_limited"),
         Some(ReasonCode::LoopDetected) => (-32002, "loop_detected"),
+        // As a server answers a call to a tool it does not have (MCP: invalid params).
+        Some(ReasonCode::UnknownTool) => (-32602, "unknown_tool"),
         Some(ReasonCode::ApprovalDenied | ReasonCode::ApprovalTimeout) => {
             (-32005, "approval_denied")
         }
@@ -30,19 +33,49 @@ pub fn code_for(d: &Decision, direction: Direction) -> (i64, &'static str) {
     }
 }
 
-/// The sentence the model reads: what was refused, why, and what to do instead.
-pub fn explain(d: &Decision) -> String {
-    let mut s = format!("Blocked by Bulwark: {}", d.reason);
+/// What the model reads — clients such as Claude Code and Cursor show it only the error's
+/// `message` — in two sentences: what was refused and why, then the safer alternative
+/// (`Bulwark blocked execute_sql: DROP DATABASE destroys every table at once. Instead: …`).
+pub fn explain(d: &Decision, direction: Direction) -> String {
+    let tool = if d.tool.is_empty() {
+        "the call"
+    } else {
+        &d.tool
+    };
+    let what = match direction {
+        Direction::Response => format!("the result of {tool}"),
+        _ => tool.to_string(),
+    };
+    let mut s = format!("Bulwark blocked {what}: {}", sentence(&d.reason));
     if let Some(id) = &d.rule_id {
         s.push_str(&format!(" [{id}]"));
     }
-    if let Some(alt) = &d.safer_alternative {
-        s.push_str(&format!(" Instead: {alt}"));
-    }
     if d.decision == Verdict::Approve {
-        s.push_str(" This call needs a person's approval, and no approval channel answered.");
+        s.push_str(" It needs a person's approval, and no approval channel answered.");
     }
+    let alt = d
+        .safer_alternative
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty());
+    let alt = alt.unwrap_or(match direction {
+        Direction::Response => {
+            "Do not retry to get this content; tell the user what was withheld and why."
+        }
+        _ => "Tell the user what you wanted to do and why, and let them decide.",
+    });
+    s.push_str(&format!(" Instead: {}", sentence(alt)));
     s
+}
+
+/// `text` as one sentence: trimmed, ending with a full stop.
+fn sentence(text: &str) -> String {
+    let t = text.trim();
+    if t.ends_with(['.', '!', '?']) {
+        t.to_string()
+    } else {
+        format!("{t}.")
+    }
 }
 
 /// The response to request `id` when `d` refuses it (or refuses its result).
@@ -50,13 +83,13 @@ pub fn refusal(id: &Value, d: &Decision, direction: Direction, block_as: BlockAs
     let data: Value = serde_json::to_value(d).unwrap_or_else(|_| json!({"decision": "block"}));
     match block_as {
         BlockAs::Error => {
-            let (code, message) = code_for(d, direction);
-            jsonrpc::error(id, code, message, Some(data))
+            let (code, _) = code_for(d, direction);
+            jsonrpc::error(id, code, &explain(d, direction), Some(data))
         }
         BlockAs::Result => jsonrpc::result(
             id,
             json!({
-                "content": [{"type": "text", "text": explain(d)}],
+                "content": [{"type": "text", "text": explain(d, direction)}],
                 "isError": true,
                 "_meta": {"dev.bulwark/decision": data},
             }),
@@ -106,10 +139,18 @@ mod tests {
             r["result"]["content"][0]["text"]
                 .as_str()
                 .unwrap()
-                .starts_with("Blocked by Bulwark")
+                .starts_with("Bulwark blocked")
         );
+        let mut d = d;
+        d.tool = "run".into();
+        d.safer_alternative = None;
         let r = refusal(&json!(3), &d, Direction::Request, BlockAs::Error);
         assert_eq!(r["error"]["code"], -32099);
+        // The message alone tells the model why and what to do instead.
+        assert_eq!(
+            r["error"]["message"],
+            "Bulwark blocked run: x. Instead: Tell the user what you wanted to do and why, and let them decide."
+        );
         assert_eq!(r["error"]["data"]["decision"], "block");
     }
 }

@@ -209,8 +209,10 @@ fn gateway_maker(
     gate: &Arc<Gate>,
     pins_dir: &std::path::Path,
     names: &[String],
+    remote: &[String],
     front: &'static str,
 ) -> Result<MakeGateway, FrontError> {
+    let remote: std::collections::HashSet<String> = remote.iter().cloned().collect();
     let mut pins = std::collections::HashMap::new();
     for n in names {
         pins.insert(n.clone(), PinFile::open(pins_dir, n)?);
@@ -224,6 +226,7 @@ fn gateway_maker(
                 .ok_or_else(|| format!("no pins for server {server:?}"))?;
             let digest = crate::http::id_digest(session);
             let config = GatewayConfig {
+                remote: remote.contains(server),
                 server: server.to_string(),
                 // Not the session id itself: that is a credential, and audit records are read
                 // by more people than hold it. Every server of one client session shares it,
@@ -330,6 +333,7 @@ impl Front {
         let pins_dir = state_dir.join("pins");
         let pins = PinFile::open(&pins_dir, &identity)?;
         parts.count = admin.is_some();
+        parts.admin = admin.is_some();
         let gate = Arc::new(Gate::assemble(parts)?);
         let device = bulwark_fleet::runtime::start_on_own_thread(
             "mcp",
@@ -356,14 +360,30 @@ impl Front {
             )
         });
         let server = ServerCommand { argv: command, env };
+        // Servers reached over the network: what a call carries to them leaves the machine.
+        let remote_names: Vec<String> = servers
+            .iter()
+            .filter(|s| matches!(s.upstream, bulwark_policy::ServerUpstream::Url { .. }))
+            .map(|s| s.name.clone())
+            .collect();
         let shape = if let Some(listen) = listen {
             let connector: Box<dyn crate::http::Connector> = if aggregated {
                 let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
-                let make = gateway_maker(&gate, &pins_dir, &names, "http")?;
+                let make = gateway_maker(&gate, &pins_dir, &names, &remote_names, "http")?;
                 Box::new(aggregate_connector(&servers, &server.env, make)?)
             } else {
-                let make =
-                    gateway_maker(&gate, &pins_dir, std::slice::from_ref(&identity), "http")?;
+                let over_network: &[String] = if upstream_url.is_some() {
+                    std::slice::from_ref(&identity)
+                } else {
+                    &[]
+                };
+                let make = gateway_maker(
+                    &gate,
+                    &pins_dir,
+                    std::slice::from_ref(&identity),
+                    over_network,
+                    "http",
+                )?;
                 let name = identity.clone();
                 let gateway: crate::http::MakeGateway = Box::new(move |s, p| make(s, p, &name));
                 match &upstream_url {
@@ -421,7 +441,7 @@ impl Front {
             Shape::Http(front, addr)
         } else if aggregated {
             let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
-            let make = gateway_maker(&gate, &pins_dir, &names, "stdio")?;
+            let make = gateway_maker(&gate, &pins_dir, &names, &remote_names, "stdio")?;
             Shape::Aggregate(aggregate_connector(&servers, &server.env, make)?)
         } else {
             let started = std::time::SystemTime::now()
@@ -432,6 +452,7 @@ impl Front {
             let gateway = Gateway::new(
                 Arc::clone(&gate),
                 GatewayConfig {
+                    remote: upstream_url.is_some(),
                     server: identity.clone(),
                     session: format!("mcp:{}:{started}", std::process::id()),
                     principal: Principal {
@@ -505,6 +526,7 @@ impl Front {
         }
         bulwark_admin::start(admin, &format!("bulwark mcp [{identity}]")).await?;
         let stop = stop_signal()?;
+        reload_on_hangup(Arc::clone(&gate), format!("bulwark mcp [{identity}]"))?;
         let exit = match shape {
             Shape::Wrapper(gateway) => {
                 let server = match &upstream {
@@ -596,6 +618,24 @@ fn http_threads() -> Option<usize> {
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|n| *n > 1)
+}
+
+/// Reloads the policy at every SIGHUP, as the daemon does, instead of dying of it (call
+/// inside the runtime). The reload runs on a blocking thread: with one worker (the stdio
+/// and default HTTP shapes), a reload on it would hold every call for the compile.
+fn reload_on_hangup(gate: Arc<Gate>, who: String) -> Result<(), FrontError> {
+    let mut hup = signal(SignalKind::hangup()).map_err(io("cannot watch SIGHUP"))?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            let g = Arc::clone(&gate);
+            match tokio::task::spawn_blocking(move || g.reload()).await {
+                Ok(Ok(v)) => eprintln!("{who}: reloaded the policy ({v})"),
+                Ok(Err(e)) => eprintln!("{who}: {e}"),
+                Err(e) => eprintln!("{who}: the reload failed: {e}"),
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Completes at SIGTERM or SIGINT (call inside the runtime).

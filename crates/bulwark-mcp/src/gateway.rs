@@ -1,19 +1,26 @@
 //! The gateway's decisions, independent of the transport: a message in from the client or
 //! the server, the messages to send on out.
 //!
-//! What it decides (DESIGN §7, seed 002 and 003):
+//! What it decides (DESIGN §7, seed 002 and 003; docs/mcp.md "Complete mediation"):
 //!
-//! - `tools/call` requests: the arguments go through the engine; a refused call is answered
-//!   here and never reaches the server; masked arguments are forwarded masked.
+//! - methods: only those of the revisions spoken, by exact name and in their direction, are
+//!   forwarded ([`crate::methods`]); any other request is answered `-32601` here.
+//! - `tools/call` requests: decided against the listing the gateway holds for the server
+//!   (exact names); without a fresh one the gateway lists the server's tools itself, every
+//!   page, first. A name not listed is refused (`UNKNOWN_TOOL`), never forwarded. The
+//!   arguments go through the engine; a refused call is answered here and never reaches the
+//!   server. Arguments are never rewritten: a call the engine would mask goes unchanged
+//!   when it stays on the machine and is refused when it would leave it.
 //! - their results, and `resources/read` and `prompts/get` contents: a refused result is
-//!   replaced by an error (`-32095`), a masked one is returned masked.
+//!   replaced by an error (`-32095`), a masked one is returned masked (masking is for what
+//!   flows towards the model).
 //! - `tools/list` results: every definition is pinned on first sight and checked for
 //!   poisoning; a changed (rug pull), poisoned or shadowing tool is withheld from the list
 //!   and its calls are refused (`-32096`) until a person accepts it.
 //! - `initialize` results: the server's `instructions` are pinned and scanned like a
 //!   definition, and dropped when they changed or carry instructions to the model.
 //!
-//! Everything else passes through unchanged, in both directions. Requests waiting for the
+//! The other known methods pass through unchanged, in both directions. Requests waiting for the
 //! server are bounded in number and in time; when the server goes away or does not answer,
 //! the client gets an error for each, never silence.
 
@@ -26,9 +33,11 @@ use bulwark_gate::{Approval, Gate, Person, Ruling};
 use bulwark_policy::BlockAs;
 use serde_json::{Map, Value, json};
 
+use crate::elicit;
 use crate::enforce;
 use crate::hold::{self, Held};
 use crate::jsonrpc::{self, Kind};
+use crate::methods::{self, Sent};
 use crate::pinfile::PinFile;
 
 /// The name under which a server's `instructions` are pinned: not a valid MCP tool name,
@@ -61,6 +70,9 @@ pub struct Config {
     pub principal: Principal,
     /// Requests waiting for the server at once.
     pub max_pending: usize,
+    /// The server is reached over the network (an HTTP upstream), not a local process:
+    /// every argument sent to it leaves the machine.
+    pub remote: bool,
 }
 
 #[derive(Debug)]
@@ -74,6 +86,60 @@ struct Pending {
 
 /// Ids of requests given up on (cancelled, timed out) whose answer may still come, at most.
 const MAX_TOMBSTONES: usize = 1024;
+
+/// The id prefix of the gateway's own `tools/list` requests to its server.
+pub const LIST_PREFIX: &str = "bulwark-list-";
+
+/// Pages the gateway reads of one listing of its own, at most: a server that pages forever
+/// gets its calls refused, not an endless loop.
+const MAX_LIST_PAGES: usize = 64;
+
+/// Names one listing may hold, at most.
+const MAX_LISTED: usize = 10_000;
+
+/// Numbers the gateway's own `tools/list` requests.
+static LISTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The tools listing the gateway holds for its server: every name the server listed
+/// (shown or withheld), exactly as listed. A call is decided against it.
+#[derive(Debug, Default)]
+struct Listing {
+    names: std::collections::HashSet<String>,
+    /// The last page was seen (no `nextCursor`): a name not in it is not a tool.
+    complete: bool,
+    /// When its first page came (the gateway's clock), for `mcp.listing_ttl_secs`.
+    since_ms: u64,
+}
+
+/// A `tools/call` waiting for the gateway's own listing.
+#[derive(Debug)]
+struct Queued {
+    key: String,
+    msg: Value,
+    id: Value,
+    approved: Option<String>,
+}
+
+/// The gateway's own listing of its server's tools, in progress.
+#[derive(Debug)]
+struct Lister {
+    /// The id of the page request in flight.
+    id: String,
+    deadline_ms: u64,
+    pages: usize,
+    names: std::collections::HashSet<String>,
+    queued: Vec<Queued>,
+}
+
+/// What the listing says of a tool name.
+enum Known {
+    /// Listed: decide the call.
+    Listed,
+    /// The whole listing is held and fresh, and the name is not in it.
+    Unknown,
+    /// No fresh, complete listing: list first.
+    Unsure,
+}
 
 /// Methods whose answer carries content for the model: never forwarded undecided.
 const DECIDED: &[&str] = &["tools/call", "resources/read", "prompts/get"];
@@ -94,7 +160,17 @@ pub struct Gateway {
     held: Mutex<HashMap<String, Held>>,
     /// The client declared elicitation in `initialize` (legacy protocol).
     elicits: std::sync::atomic::AtomicBool,
+    /// The listing calls are decided against (none until the server has listed).
+    listing: Mutex<Option<Listing>>,
+    /// The gateway's own listing in progress, with the calls waiting for it.
+    lister: Mutex<Option<Lister>>,
+    /// The definitions last listed and shown, by lower-cased name: what the engine infers
+    /// an unmapped tool does, for its calls and results (issue 26).
+    definitions: Mutex<HashMap<String, Definition>>,
 }
+
+/// Most definitions remembered for inference; past it, new tools are judged without one.
+const MAX_DEFINITIONS: usize = 4096;
 
 impl Gateway {
     /// A gateway deciding through `gate` — which asks its desk about calls that need a
@@ -118,6 +194,9 @@ impl Gateway {
             log,
             held: Mutex::new(HashMap::new()),
             elicits: std::sync::atomic::AtomicBool::new(false),
+            listing: Mutex::new(None),
+            lister: Mutex::new(None),
+            definitions: Mutex::new(HashMap::new()),
         };
         if let Some(p) = &g.pins {
             let records = p.locked(|p| p.load())??;
@@ -159,7 +238,8 @@ impl Gateway {
 
     /// How many requests wait for the server.
     pub fn waiting(&self) -> usize {
-        self.pending().len()
+        let queued = lock(&self.lister).as_ref().map_or(0, |l| l.queued.len());
+        self.pending().len() + queued
     }
 
     fn bury(&self, key: String) {
@@ -193,6 +273,241 @@ impl Gateway {
         lock(&self.withheld).contains(&tool.to_lowercase())
     }
 
+    fn listing_ttl_ms(&self) -> u64 {
+        self.gate.engine().policy().mcp.listing_ttl_ms
+    }
+
+    /// What the listing held says of `name` (compared exactly: nothing is normalised).
+    fn known(&self, name: &str, now_ms: u64) -> Known {
+        let listing = lock(&self.listing);
+        let Some(l) = listing.as_ref() else {
+            return Known::Unsure;
+        };
+        if now_ms.saturating_sub(l.since_ms) >= self.listing_ttl_ms() {
+            return Known::Unsure;
+        }
+        if l.names.contains(name) {
+            Known::Listed
+        } else if l.complete {
+            Known::Unknown
+        } else {
+            Known::Unsure
+        }
+    }
+
+    /// Whether `key` is the id of a call waiting for the gateway's own listing.
+    fn is_queued(&self, key: &str) -> bool {
+        lock(&self.lister)
+            .as_ref()
+            .is_some_and(|l| l.queued.iter().any(|q| q.key == key))
+    }
+
+    fn unqueue(&self, key: &str) -> bool {
+        let mut lister = lock(&self.lister);
+        let Some(l) = lister.as_mut() else {
+            return false;
+        };
+        let before = l.queued.len();
+        l.queued.retain(|q| q.key != key);
+        l.queued.len() != before
+    }
+
+    /// The gateway's own `tools/list` request for the page at `cursor`.
+    fn list_request(id: &str, cursor: Option<&Value>) -> Value {
+        let params = match cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
+    }
+
+    /// Holds a call until the gateway has listed its server's tools itself (all pages);
+    /// starts that listing unless one is under way.
+    fn list_first(&self, q: Queued, now_ms: u64) -> Vec<Out> {
+        let mut lister = lock(&self.lister);
+        if let Some(l) = lister.as_mut() {
+            l.queued.push(q);
+            return Vec::new();
+        }
+        let n = LISTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("{LIST_PREFIX}{n}");
+        let request = Self::list_request(&id, None);
+        *lister = Some(Lister {
+            id,
+            deadline_ms: now_ms.saturating_add(self.timeout_ms()),
+            pages: 0,
+            names: std::collections::HashSet::new(),
+            queued: vec![q],
+        });
+        vec![Out::Server(request)]
+    }
+
+    /// Remembers the names of a listing page (the client's or the gateway's own): a page
+    /// asked without a cursor starts the listing afresh.
+    fn remember_page(&self, first: bool, last: bool, names: &[String], now_ms: u64) {
+        let mut listing = lock(&self.listing);
+        if first || listing.is_none() {
+            *listing = Some(Listing {
+                names: std::collections::HashSet::new(),
+                complete: false,
+                since_ms: now_ms,
+            });
+        }
+        if let Some(l) = listing.as_mut() {
+            for n in names {
+                if l.names.len() < MAX_LISTED {
+                    l.names.insert(n.clone());
+                }
+            }
+            l.complete = last;
+        }
+    }
+
+    /// The server's answer to the gateway's own `tools/list`: the page is checked like a
+    /// client's listing (pins, withholding); the next page is asked for, or, on the last,
+    /// the calls that waited are decided against the listing.
+    fn own_listing(&self, eid: &str, msg: Value, now_ms: u64) -> Vec<Out> {
+        {
+            let lister = lock(&self.lister);
+            if lister.as_ref().is_none_or(|l| l.id != eid) {
+                (self.log)(&format!(
+                    "dropped an answer to {eid}: no listing waits for it"
+                ));
+                return Vec::new();
+            }
+        }
+        let page = match msg.pointer("/result/tools") {
+            Some(Value::Array(tools)) => Ok(tools.clone()),
+            _ => Err(
+                match jsonrpc::at(&msg, "/error/message").and_then(Value::as_str) {
+                    Some(m) => format!("the server refused to list its tools: {m}"),
+                    None => "the server's tools/list result has no tools array".to_string(),
+                },
+            ),
+        };
+        let tools = match page {
+            Ok(t) => t,
+            Err(why) => return self.listing_failed(&why, now_ms),
+        };
+        let names: Vec<String> = tools
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        // Pinned and checked as any listing is: a withheld tool stays withheld.
+        self.check_definitions(tools, now_ms);
+        let cursor = jsonrpc::at(&msg, "/result/nextCursor")
+            .filter(|c| c.is_string())
+            .cloned();
+        let mut lister = lock(&self.lister);
+        let Some(l) = lister.as_mut() else {
+            return Vec::new();
+        };
+        l.pages += 1;
+        for n in names {
+            if l.names.len() < MAX_LISTED {
+                l.names.insert(n);
+            }
+        }
+        if let Some(c) = cursor {
+            if l.pages >= MAX_LIST_PAGES {
+                drop(lister);
+                return self.listing_failed(
+                    &format!("the server's tool listing has more than {MAX_LIST_PAGES} pages"),
+                    now_ms,
+                );
+            }
+            let n = LISTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            l.id = format!("{LIST_PREFIX}{n}");
+            l.deadline_ms = now_ms.saturating_add(self.timeout_ms());
+            return vec![Out::Server(Self::list_request(&l.id, Some(&c)))];
+        }
+        let Some(done) = lister.take() else {
+            return Vec::new();
+        };
+        drop(lister);
+        *lock(&self.listing) = Some(Listing {
+            names: done.names,
+            complete: true,
+            since_ms: now_ms,
+        });
+        let mut out = Vec::new();
+        for q in done.queued {
+            out.extend(self.client_request(
+                q.msg,
+                q.id,
+                "tools/call".to_string(),
+                now_ms,
+                q.approved,
+            ));
+        }
+        out
+    }
+
+    /// The gateway could not list its server's tools: every call that waited for the
+    /// listing is refused (it cannot be decided), none is forwarded.
+    fn listing_failed(&self, why: &str, _now_ms: u64) -> Vec<Out> {
+        let Some(l) = lock(&self.lister).take() else {
+            return Vec::new();
+        };
+        (self.log)(&format!("cannot list the server's tools: {why}"));
+        l.queued
+            .into_iter()
+            .map(|q| {
+                Out::Client(jsonrpc::error(
+                    &q.id,
+                    jsonrpc::INTERNAL_ERROR,
+                    &format!(
+                        "Bulwark could not list the server's tools, so it cannot decide this call: {why}. Instead: retry later, or ask the operator to check the server."
+                    ),
+                    None,
+                ))
+            })
+            .collect()
+    }
+
+    /// A call naming a tool the server did not list: refused here, recorded, never
+    /// forwarded (the server might match the name loosely and run another tool).
+    fn unknown_tool(&self, call: &Call, id: &Value) -> Vec<Out> {
+        let name = &call.tool.name;
+        let mut d = self.gate.invalid(&format!(
+            "Tool {name:?} is not in the server's tool list (names must match exactly)."
+        ));
+        d.reason_code = Some(bulwark_engine::ReasonCode::UnknownTool);
+        d.tool = name.clone();
+        d.safer_alternative =
+            Some("List the tools again and call one by its exact listed name.".into());
+        if let Err(e) = self.gate.record(call, &d) {
+            (self.log)(&e.to_string());
+        }
+        (self.log)(&format!("block call {name:?}: not a listed tool"));
+        // As the SDKs' servers answer a call to a tool they do not have: a tool result
+        // marked isError, which clients hand the model (the decision in `_meta`).
+        vec![Out::Client(enforce::refusal(
+            id,
+            &d,
+            Direction::Request,
+            BlockAs::Result,
+        ))]
+    }
+
+    /// Whether a method may be forwarded (see [`crate::methods`]).
+    fn known_method(&self, sent: Sent, method: &str) -> bool {
+        methods::allowed(sent, method, &self.gate.engine().policy().mcp.extra_methods)
+    }
+
+    /// The gateway's answer to a request of a method it does not forward.
+    fn unknown_method(&self, id: &Value, method: &str) -> Value {
+        (self.log)(&format!("refused a request of unknown method {method:?}"));
+        jsonrpc::error(
+            id,
+            jsonrpc::METHOD_NOT_FOUND,
+            &format!(
+                "Method not found: Bulwark forwards only the methods of the MCP revisions it speaks, by their exact names, and {method:?} is not one. Instead: use the method's exact name, or ask the operator to list it in mcp.extra_methods."
+            ),
+            None,
+        )
+    }
+
     fn block_as(&self) -> BlockAs {
         self.gate.engine().policy().mcp.block_as
     }
@@ -211,6 +526,7 @@ impl Gateway {
     pub fn give_up(&self, id: &Value) {
         let key = jsonrpc::id_key(id);
         self.held().remove(&key);
+        self.unqueue(&key);
         if self.pending().remove(&key).is_some() {
             self.bury(key);
         }
@@ -238,6 +554,11 @@ impl Gateway {
             declared_capabilities: None,
             profile: Profile::Standard,
         }
+    }
+
+    /// The definition last shown for a tool, for inference.
+    fn definition_of(&self, tool: &str) -> Option<Definition> {
+        lock(&self.definitions).get(&tool.to_lowercase()).cloned()
     }
 
     /// Decides a message's content (a result, a definition, a server's request): the gate
@@ -313,20 +634,31 @@ impl Gateway {
             }
         };
         match kind {
-            Kind::Request { id, method } => self.client_request(msg, id, method, now_ms, None),
-            Kind::Notification { method } => {
+            Kind::Request { id, method } if !self.known_method(Sent::ClientRequest, &method) => {
+                vec![Out::Client(self.unknown_method(&id, &method))]
+            }
+            Kind::Notification { method }
+                if !self.known_method(Sent::ClientNotification, &method) =>
+            {
                 if DECIDED.contains(&method.as_str()) {
                     // Without an id there is no answer to decide, but a server may act on it.
                     (self.log)(&format!(
                         "dropped a {method} sent as a notification (no id)"
                     ));
-                    return Vec::new();
+                } else {
+                    (self.log)(&format!(
+                        "dropped a notification of unknown method {method:?}"
+                    ));
                 }
+                Vec::new()
+            }
+            Kind::Request { id, method } => self.client_request(msg, id, method, now_ms, None),
+            Kind::Notification { method } => {
                 if method == "notifications/cancelled"
                     && let Some(req) = jsonrpc::at(&msg, "/params/requestId")
                 {
                     let key = jsonrpc::id_key(req);
-                    if self.held().remove(&key).is_some() {
+                    if self.held().remove(&key).is_some() || self.unqueue(&key) {
                         // The server never saw it: nothing to cancel there.
                         return Vec::new();
                     }
@@ -365,7 +697,10 @@ impl Gateway {
         }
         {
             let pending = self.pending();
-            if pending.contains_key(&key) || self.is_buried(&key) || self.held().contains_key(&key)
+            if pending.contains_key(&key)
+                || self.is_buried(&key)
+                || self.held().contains_key(&key)
+                || self.is_queued(&key)
             {
                 return vec![Out::Client(jsonrpc::error(
                     &id,
@@ -404,10 +739,9 @@ impl Gateway {
                 ))];
             };
             self.refresh_pins();
-            // A 2026-07-28 retry carrying the person's answer to the gateway's own question.
-            let retry = hold::take_retry(&mut msg);
             let mut call = self.call(&name, Direction::Request);
             call.args = arguments.clone();
+            call.definition = self.definition_of(&name);
             // A tool withheld from the list is refused before the engine sees the call (so the
             // call leaves no trace in the session), and the refusal itself is recorded.
             if self.is_withheld(&name) {
@@ -436,10 +770,26 @@ impl Gateway {
                 return vec![Out::Client(jsonrpc::error(
                     &id,
                     -32096,
-                    "tool_quarantined",
+                    &enforce::explain(&d, Direction::Request),
                     serde_json::to_value(&d).ok(),
                 ))];
             }
+            // Decided against the listing held for the server; without one, listed first.
+            match self.known(&name, now_ms) {
+                Known::Listed => {}
+                Known::Unknown => return self.unknown_tool(&call, &id),
+                Known::Unsure => {
+                    let q = Queued {
+                        key,
+                        msg,
+                        id,
+                        approved,
+                    };
+                    return self.list_first(q, now_ms);
+                }
+            }
+            // A 2026-07-28 retry carrying the person's answer to the gateway's own question.
+            let retry = hold::take_retry(&mut msg);
             // The person's answer in a 2026-07-28 retry counts only while the policy lets
             // the client's user decide.
             let answer = retry
@@ -462,13 +812,17 @@ impl Gateway {
             }
             match (d.decision, &d.masked) {
                 (Verdict::Allow | Verdict::Warn, _) => {}
-                (Verdict::Mask, Some(masked)) => {
-                    if let Some(params) = msg.get_mut("params") {
-                        params["arguments"] = masked.clone();
-                    }
+                // Masking never rewrites what a tool is asked to do: a file written with
+                // `[REDACTED:…]` in it is a corrupted file the agent is told was written. What
+                // stays on the machine goes as it was sent; what would leave it is refused.
+                (Verdict::Mask, Some(_)) if !self.config.remote && !leaves_machine(&d) => {
+                    (self.log)(&format!(
+                        "call {name}: {} — forwarded unchanged (arguments are never masked; the call stays on this machine)",
+                        d.reason
+                    ));
                 }
-                // Mask with nothing masked (a rule's mask action), approve, block: refused,
-                // never forwarded in clear.
+                // Mask off the machine, mask with nothing masked (a rule's mask action),
+                // approve, block: refused, never forwarded in clear nor rewritten.
                 _ => {
                     return vec![Out::Client(enforce::refusal(
                         &id,
@@ -482,6 +836,9 @@ impl Gateway {
             args = jsonrpc::at(&msg, "/params/arguments")
                 .cloned()
                 .unwrap_or(arguments);
+        } else if method == "tools/list" {
+            // The cursor says whether the answer starts a listing or continues one.
+            args = json!({"cursor": jsonrpc::at(&msg, "/params/cursor").cloned().unwrap_or(Value::Null)});
         } else if method == "resources/read" {
             args = json!({"uri": jsonrpc::at(&msg, "/params/uri").cloned().unwrap_or(Value::Null)});
         } else if method == "prompts/get" {
@@ -525,12 +882,37 @@ impl Gateway {
             }
         };
         match kind {
+            Kind::Response { id } if id.as_str().is_some_and(|i| i.starts_with(LIST_PREFIX)) => {
+                let eid = id.as_str().unwrap_or_default().to_string();
+                self.own_listing(&eid, msg, now_ms)
+            }
+            Kind::Request { id, method } if !self.known_method(Sent::ServerRequest, &method) => {
+                vec![Out::Server(self.unknown_method(&id, &method))]
+            }
+            Kind::Notification { method }
+                if !self.known_method(Sent::ServerNotification, &method) =>
+            {
+                (self.log)(&format!(
+                    "dropped a server notification of unknown method {method:?}"
+                ));
+                Vec::new()
+            }
+            Kind::Notification { method }
+                if method == "notifications/message" || method == "notifications/progress" =>
+            {
+                self.server_notification(msg, &method, now_ms)
+            }
+            Kind::Notification { method } if method == "notifications/tools/list_changed" => {
+                // The listing held is stale: the next call lists afresh.
+                *lock(&self.listing) = None;
+                vec![Out::Client(msg)]
+            }
             // The gateway's own questions to the client use these ids; a server's request
             // must not pass for one (its answer would be taken for a person's approval).
             Kind::Request { id, .. }
-                if id
-                    .as_str()
-                    .is_some_and(|i| i.starts_with(hold::ELICIT_PREFIX)) =>
+                if id.as_str().is_some_and(|i| {
+                    i.starts_with(hold::ELICIT_PREFIX) || i.starts_with(LIST_PREFIX)
+                }) =>
             {
                 (self.log)("refused a server request whose id is reserved for approvals");
                 vec![Out::Server(jsonrpc::error(
@@ -574,10 +956,36 @@ impl Gateway {
     fn server_request(&self, msg: Value, id: Value, method: &str, now_ms: u64) -> Vec<Out> {
         let mut call = self.call(method, Direction::Response);
         call.result = msg.get("params").cloned().or(Some(Value::Null));
+        if method == "elicitation/create"
+            && let Some(what) = msg.get("params").and_then(elicit::asks_for_secret)
+        {
+            // A form that asks the user to type a secret into the client: the server would
+            // get it in clear (the protocol sends such requests through a URL instead).
+            let mut d = self.gate.invalid(&format!(
+                "The server's question asks the user to type {what} into the client, which would hand it to the server in clear."
+            ));
+            d.reason_code = Some(bulwark_engine::ReasonCode::ContentBlock);
+            d.tool = method.to_string();
+            d.safer_alternative = Some(
+                "Sign in through the service's own page (a URL elicitation), never by typing secrets into a form."
+                    .into(),
+            );
+            if let Err(e) = self.gate.record(&call, &d) {
+                (self.log)(&e.to_string());
+            }
+            (self.log)(&format!("refused the server's elicitation: {}", d.reason));
+            return vec![Out::Server(jsonrpc::error(
+                &id,
+                -32095,
+                "result_blocked",
+                serde_json::to_value(&d).ok(),
+            ))];
+        }
         let d = self.decide(&call, now_ms);
         if d.decision <= Verdict::Warn {
             return vec![Out::Client(msg)];
         }
+        // To the server, not a model: the class of refusal and the decision, not advice.
         let (code, message) = enforce::code_for(&d, Direction::Response);
         vec![Out::Server(jsonrpc::error(
             &id,
@@ -587,16 +995,34 @@ impl Gateway {
         ))]
     }
 
-    /// An error answer to a decided method carries server text to the model as surely as a
-    /// result does: its message and data are decided the same way.
-    fn server_error(&self, msg: Value, p: &Pending, now_ms: u64) -> Value {
-        if !DECIDED.contains(&p.method.as_str()) {
-            return msg;
+    /// A log line or a progress message: text the client shows its user, and may hand its
+    /// model. Decided like a result: masked ones go masked, refused ones are dropped.
+    fn server_notification(&self, msg: Value, method: &str, now_ms: u64) -> Vec<Out> {
+        let mut call = self.call(method, Direction::Response);
+        call.result = msg.get("params").cloned().or(Some(Value::Null));
+        let d = self.decide(&call, now_ms);
+        match (d.decision, d.masked) {
+            (Verdict::Allow | Verdict::Warn, _) => vec![Out::Client(msg)],
+            (Verdict::Mask, Some(masked)) => {
+                let mut msg = msg;
+                msg["params"] = masked;
+                vec![Out::Client(msg)]
+            }
+            _ => {
+                (self.log)(&format!("dropped a {method}: {}", d.reason));
+                Vec::new()
+            }
         }
+    }
+
+    /// An error answer carries server text to the model as surely as a result does, whatever
+    /// the request: its message and data are decided the same way.
+    fn server_error(&self, msg: Value, p: &Pending, now_ms: u64) -> Value {
         let name = p.tool.clone().unwrap_or_else(|| p.method.clone());
         let mut call = self.call(&name, Direction::Response);
         call.args = p.args.clone();
         call.result = msg.get("error").cloned();
+        call.definition = p.tool.as_deref().and_then(|t| self.definition_of(t));
         let d = self.decide(&call, now_ms);
         match (d.decision, d.masked.clone()) {
             (Verdict::Allow | Verdict::Warn, _) => msg,
@@ -611,7 +1037,8 @@ impl Gateway {
 
     fn server_result(&self, mut msg: Value, p: &Pending, now_ms: u64) -> Value {
         match p.method.as_str() {
-            "tools/call" | "resources/read" | "prompts/get" => {
+            // Completion values are offered to the user and the model as they type.
+            "tools/call" | "resources/read" | "prompts/get" | "completion/complete" => {
                 let name = match (&p.tool, p.method.as_str()) {
                     (Some(t), _) => t.clone(),
                     (None, m) => m.to_string(),
@@ -619,6 +1046,7 @@ impl Gateway {
                 let mut call = self.call(&name, Direction::Response);
                 call.args = p.args.clone();
                 call.result = msg.get("result").cloned();
+                call.definition = p.tool.as_deref().and_then(|t| self.definition_of(t));
                 let d = self.decide(&call, now_ms);
                 match d.decision {
                     Verdict::Allow | Verdict::Warn => msg,
@@ -635,7 +1063,15 @@ impl Gateway {
             "tools/list" => match msg.pointer_mut("/result/tools") {
                 Some(Value::Array(tools)) => {
                     let listed = std::mem::take(tools);
+                    let names: Vec<String> = listed
+                        .iter()
+                        .filter_map(|t| t.get("name").and_then(Value::as_str))
+                        .map(str::to_string)
+                        .collect();
                     *tools = self.check_definitions(listed, now_ms);
+                    let first = p.args.get("cursor").is_none_or(Value::is_null);
+                    let last = jsonrpc::at(&msg, "/result/nextCursor").is_none_or(Value::is_null);
+                    self.remember_page(first, last, &names, now_ms);
                     msg
                 }
                 _ => {
@@ -787,6 +1223,13 @@ impl Gateway {
         // Only what may go to the model unchanged is shown: a definition cannot be shown
         // masked, nor wait for an approval.
         if self.decide(&call, now_ms).decision <= Verdict::Warn {
+            if let Some(def) = call.definition {
+                let mut defs = lock(&self.definitions);
+                let key = name.to_lowercase();
+                if defs.len() < MAX_DEFINITIONS || defs.contains_key(&key) {
+                    defs.insert(key, def);
+                }
+            }
             Ok(name.to_string())
         } else {
             Err(name.to_string())
@@ -1025,6 +1468,22 @@ impl Gateway {
     pub fn expire(&self, now_ms: u64) -> Vec<Out> {
         let mut out = self.resolve_held(None, now_ms);
         out.extend(self.expire_pending(now_ms));
+        let late = lock(&self.lister)
+            .as_ref()
+            .filter(|l| l.deadline_ms <= now_ms)
+            .map(|l| l.id.clone());
+        if let Some(lid) = late {
+            let secs = self.timeout_ms() / 1000;
+            out.extend(self.listing_failed(
+                &format!("the server did not answer tools/list within {secs} s"),
+                now_ms,
+            ));
+            out.push(Out::Server(json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": lid, "reason": "timed out in the gateway"},
+            })));
+        }
         out
     }
 
@@ -1061,7 +1520,10 @@ impl Gateway {
 
     /// The server is gone: every waiting request gets an error saying so.
     pub fn server_gone(&self, why: &str) -> Vec<Out> {
-        let held: Vec<Value> = self.held().drain().map(|(_, h)| h.id).collect();
+        let mut held: Vec<Value> = self.held().drain().map(|(_, h)| h.id).collect();
+        if let Some(l) = lock(&self.lister).take() {
+            held.extend(l.queued.into_iter().map(|q| q.id));
+        }
         self.pending()
             .drain()
             .map(|(_, p)| p.id)
@@ -1108,6 +1570,14 @@ impl Gateway {
     }
 }
 
+/// Whether a call sends what it carries off the machine: a network or messaging capability,
+/// or a destination.
+fn leaves_machine(d: &Decision) -> bool {
+    d.capabilities.has_family("net")
+        || d.capabilities.contains(bulwark_policy::Capability::MsgSend)
+        || !d.destinations.is_empty()
+}
+
 fn direction_word(d: Direction) -> &'static str {
     match d {
         Direction::Request => "call",
@@ -1134,6 +1604,7 @@ mod tests {
                 session: "s".into(),
                 principal: Principal::default(),
                 max_pending,
+                remote: false,
             },
             None,
             Box::new(|_| {}),
@@ -1172,6 +1643,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("bwk-gw-elicit-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let (g, desk) = approving_gateway(&dir);
+        listed(&g, &["deploy"]);
         client(
             &g,
             json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}),
@@ -1215,6 +1687,25 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// The client lists the server's tools: the gateway holds that listing.
+    fn listed(g: &Gateway, names: &[&str]) {
+        client(
+            g,
+            json!({"jsonrpc":"2.0","id":"list","method":"tools/list"}),
+        );
+        let tools: Vec<Value> = names
+            .iter()
+            .map(
+                |n| json!({"name": n, "description": "A tool.", "inputSchema": {"type": "object"}}),
+            )
+            .collect();
+        let outs = server(
+            g,
+            json!({"jsonrpc":"2.0","id":"list","result":{"tools": tools}}),
+        );
+        assert!(matches!(&outs[..], [Out::Client(_)]), "{outs:?}");
+    }
+
     fn call(id: u64, tool: &str, args: Value) -> Value {
         json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}})
     }
@@ -1222,6 +1713,7 @@ mod tests {
     #[test]
     fn requests_in_flight_are_bounded_and_unique() {
         let g = gateway(Policy::builtin().unwrap(), 2);
+        listed(&g, &["echo"]);
         assert!(matches!(
             &client(&g, call(1, "echo", json!({})))[..],
             [Out::Server(_)]
@@ -1249,6 +1741,7 @@ mod tests {
     #[test]
     fn deadlines_and_a_dead_server_answer_every_waiting_request() {
         let g = gateway(Policy::builtin().unwrap(), 8);
+        listed(&g, &["echo"]);
         client(&g, call(1, "echo", json!({})));
         client(&g, call(2, "echo", json!({})));
         assert!(g.expire(1).is_empty());
@@ -1270,6 +1763,7 @@ mod tests {
             bulwark_policy::load_str("test.yaml", "version: 1\nmcp:\n  block_as: result\n")
                 .unwrap();
         let g = gateway(policy, 8);
+        listed(&g, &["bash"]);
         let outs = client(&g, call(1, "bash", json!({"command": "rm -rf /"})));
         let [Out::Client(v)] = &outs[..] else {
             panic!("{outs:?}")
@@ -1297,6 +1791,7 @@ mod tests {
     #[test]
     fn a_cancelled_id_is_not_reused_until_its_late_answer_is_dropped() {
         let g = gateway(Policy::builtin().unwrap(), 8);
+        listed(&g, &["read_doc"]);
         client(&g, call(1, "read_doc", json!({})));
         client(
             &g,
@@ -1316,6 +1811,7 @@ mod tests {
     #[test]
     fn error_answers_are_decided_and_id_less_calls_dropped() {
         let g = gateway(Policy::builtin().unwrap(), 8);
+        listed(&g, &["read_doc"]);
         client(&g, call(1, "read_doc", json!({})));
         let outs = server(
             &g,
@@ -1366,6 +1862,135 @@ mod tests {
         );
         assert!(
             matches!(&outs[..], [Out::Client(v)] if v.get("error").is_some()),
+            "{outs:?}"
+        );
+    }
+
+    #[test]
+    fn a_call_is_decided_against_the_listing_the_gateway_holds() {
+        let g = gateway(Policy::builtin().unwrap(), 8);
+        // No listing yet: the call waits while the gateway lists (all pages) itself.
+        let outs = client(&g, call(1, "echo", json!({"message": "hi"})));
+        let [Out::Server(list)] = &outs[..] else {
+            panic!("{outs:?}")
+        };
+        assert_eq!(list["method"], "tools/list");
+        let lid = list["id"].clone();
+        // A second call waits for the same listing: one request upstream.
+        assert!(client(&g, call(2, "ECHO", json!({}))).is_empty());
+        let outs = server(
+            &g,
+            json!({"jsonrpc":"2.0","id":lid,"result":{"tools":[{"name":"other","inputSchema":{"type":"object"}}],"nextCursor":"p2"}}),
+        );
+        let [Out::Server(page2)] = &outs[..] else {
+            panic!("{outs:?}")
+        };
+        assert_eq!(page2["params"]["cursor"], "p2");
+        let outs = server(
+            &g,
+            json!({"jsonrpc":"2.0","id":page2["id"],"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}),
+        );
+        // The listed tool goes on; the case variant is refused here, never forwarded.
+        assert_eq!(outs.len(), 2, "{outs:?}");
+        assert!(
+            matches!(&outs[0], Out::Server(m) if m["id"] == 1 && m["params"]["name"] == "echo")
+        );
+        assert!(
+            matches!(&outs[1], Out::Client(v) if v["id"] == 2 && v["result"]["isError"] == true && v["result"]["_meta"]["dev.bulwark/decision"]["reason_code"] == "UNKNOWN_TOOL"),
+            "{outs:?}"
+        );
+        // Listed: the next call costs no listing.
+        assert!(
+            matches!(&client(&g, call(3, "echo", json!({})))[..], [Out::Server(m)] if m["id"] == 3)
+        );
+        assert!(
+            matches!(&client(&g, call(4, "nope", json!({})))[..], [Out::Client(v)] if v["result"]["isError"] == true)
+        );
+        // After list_changed the gateway lists again before deciding.
+        let changed = json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"});
+        assert_eq!(server(&g, changed.clone()), vec![Out::Client(changed)]);
+        let outs = client(&g, call(5, "echo", json!({})));
+        assert!(
+            matches!(&outs[..], [Out::Server(m)] if m["method"] == "tools/list"),
+            "{outs:?}"
+        );
+        // A server that fails to list: the waiting call is refused, not forwarded.
+        let [Out::Server(m)] = &outs[..] else {
+            unreachable!()
+        };
+        let outs = server(
+            &g,
+            json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32603,"message":"down"}}),
+        );
+        assert!(
+            matches!(&outs[..], [Out::Client(v)] if v["id"] == 5 && v.get("error").is_some()),
+            "{outs:?}"
+        );
+        // A server request may not take the listing's ids.
+        let forged = server(
+            &g,
+            json!({"jsonrpc":"2.0","id":"bulwark-list-99","method":"roots/list"}),
+        );
+        assert!(
+            matches!(&forged[..], [Out::Server(e)] if e["error"]["code"] == jsonrpc::INVALID_REQUEST)
+        );
+    }
+
+    #[test]
+    fn a_listing_that_never_comes_fails_its_calls_at_the_deadline() {
+        let g = gateway(Policy::builtin().unwrap(), 8);
+        let outs = client(&g, call(1, "echo", json!({})));
+        assert_eq!(outs.len(), 1);
+        assert_eq!(g.waiting(), 1);
+        let timeout = g.request_timeout_for_test();
+        let outs = g.expire(timeout + 1);
+        assert!(
+            outs.iter()
+                .any(|o| matches!(o, Out::Client(v) if v["id"] == 1 && v.get("error").is_some())),
+            "{outs:?}"
+        );
+        assert!(
+            outs.iter()
+                .any(|o| matches!(o, Out::Server(v) if v["method"] == "notifications/cancelled"))
+        );
+        assert_eq!(g.waiting(), 0);
+    }
+
+    #[test]
+    fn listed_definitions_say_what_unmapped_tools_do() {
+        let g = gateway(Policy::builtin().unwrap(), 8);
+        client(&g, json!({"jsonrpc":"2.0","id":"l","method":"tools/list"}));
+        server(
+            &g,
+            json!({"jsonrpc":"2.0","id":"l","result":{"tools":[
+                {"name":"read_inbox","description":"Read the messages in the user's inbox.","inputSchema":{"type":"object"}},
+                {"name":"send_money","description":"Sends a transaction to the recipient.",
+                 "inputSchema":{"type":"object","properties":{"recipient":{"type":"string"},"amount":{"type":"number"}}}}
+            ]}}),
+        );
+        let pay = |id: u64| {
+            call(
+                id,
+                "send_money",
+                json!({"recipient": "DE89370400440532013000", "amount": 10}),
+            )
+        };
+        // Before anything is read, the payment goes to the server.
+        assert!(matches!(&client(&g, pay(1))[..], [Out::Server(_)]));
+        server(
+            &g,
+            json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}),
+        );
+        client(&g, call(2, "read_inbox", json!({})));
+        server(
+            &g,
+            json!({"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"Lunch at noon?"}]}}),
+        );
+        // Mail is written by others: the session now holds untrusted input, and a payment
+        // after it is revoked.
+        let outs = client(&g, pay(3));
+        assert!(
+            matches!(&outs[..], [Out::Client(v)] if v.to_string().contains("TAINT_REVOKED")),
             "{outs:?}"
         );
     }

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 pub const PARSE_ERROR: i64 = -32700;
 /// Not a JSON-RPC request or response.
 pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist (or is not forwarded).
+pub const METHOD_NOT_FOUND: i64 = -32601;
 /// Internal error (the server is gone, or did not answer in time).
 pub const INTERNAL_ERROR: i64 = -32603;
 

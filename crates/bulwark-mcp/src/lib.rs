@@ -17,6 +17,7 @@
 pub mod aggregate;
 pub mod client;
 pub mod clock;
+pub mod elicit;
 pub mod enforce;
 pub mod frame;
 pub mod front;
@@ -25,6 +26,7 @@ pub mod hold;
 pub mod http;
 pub mod jsonrpc;
 mod locks;
+pub mod methods;
 /// Pins on disk, kept by the gate ([`bulwark_gate::pinfile`]).
 pub use bulwark_gate::pinfile;
 pub mod port;

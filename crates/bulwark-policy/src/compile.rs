@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::compiled::*;
 use crate::error::{Issues, PolicyError};
 use crate::glob::Glob;
-use crate::schema::{self, Mode, PolicyFile, UnknownAction};
+use crate::schema::{self, Mode, PolicyFile, StateBackend, UnknownAction};
 use crate::vocab::{
     Capability, ContentCategory, ReasonCode, RuleScope, Severity, Taint, TaintSet, Verdict,
 };
@@ -252,6 +252,63 @@ pub(crate) fn compile(
             })
             .collect(),
     };
+    let guard = {
+        use crate::schema::{GuardOn, GuardWhen};
+        let g = &raw.guard;
+        let threshold = g.threshold.as_ref().map_or(0.85, |t| t.value);
+        if let Some(t) = &g.threshold
+            && !(t.value > 0.0 && t.value <= 1.0)
+        {
+            issues.at(
+                t.referenced,
+                "guard.threshold must be above 0 and at most 1",
+            );
+        }
+        let on_error = g.on_error.as_ref().map_or(Verdict::Block, |v| v.value);
+        if let Some(v) = &g.on_error
+            && !matches!(v.value, Verdict::Block | Verdict::Warn)
+        {
+            issues.at(v.referenced, "guard.on_error must be block or warn");
+        }
+        if let Some(t) = &g.timeout_ms
+            && t.value == 0
+        {
+            issues.at(t.referenced, "guard.timeout_ms must be at least 1");
+        }
+        if let Some(e) = &g.endpoint
+            && !e.value.starts_with("http://")
+        {
+            issues.at(
+                e.referenced,
+                "guard.endpoint must be http://HOST:PORT (a local Ollama)",
+            );
+        }
+        crate::compiled::GuardPolicy {
+            enabled: g.enabled.unwrap_or(false),
+            model: g.model.clone().unwrap_or_else(|| {
+                if g.endpoint.is_some() {
+                    "llama-guard3:1b"
+                } else {
+                    "minilm-l6-v2"
+                }
+                .to_string()
+            }),
+            threshold: threshold as f32,
+            on: g.on.clone().unwrap_or_else(|| {
+                vec![GuardOn::Results, GuardOn::Definitions, GuardOn::Proposals]
+            }),
+            when: g.when.clone().unwrap_or_else(|| {
+                vec![
+                    GuardWhen::Untrusted,
+                    GuardWhen::Tainted,
+                    GuardWhen::HighRisk,
+                ]
+            }),
+            timeout_ms: g.timeout_ms.as_ref().map_or(1000, |t| t.value),
+            on_error,
+            endpoint: g.endpoint.as_ref().map(|e| e.value.clone()),
+        }
+    };
     let pinning = PinningPolicy {
         enabled: raw.pinning.enabled.unwrap_or(true),
         on_change: raw.pinning.on_change.unwrap_or(Verdict::Block),
@@ -269,6 +326,36 @@ pub(crate) fn compile(
             Some(t) => t.value * 1000,
             None => 300_000,
         },
+        listing_ttl_ms: match &raw.mcp.listing_ttl_secs {
+            Some(t) if t.value == 0 || t.value > 86_400 => {
+                issues.at(
+                    t.referenced,
+                    "listing_ttl_secs must be between 1 and 86400".to_string(),
+                );
+                300_000
+            }
+            Some(t) => t.value * 1000,
+            None => 300_000,
+        },
+        extra_methods: raw
+            .mcp
+            .extra_methods
+            .iter()
+            .filter_map(|m| {
+                // A name with spaces or control characters, or no name, would only ever
+                // match a variant of a real method: refused, not allowlisted.
+                let ok = !m.value.is_empty()
+                    && m.value.len() <= 256
+                    && m.value.chars().all(|c| c.is_ascii_graphic());
+                if !ok {
+                    issues.at(
+                        m.referenced,
+                        "mcp.extra_methods entries must be 1-256 printable ASCII characters without spaces".to_string(),
+                    );
+                }
+                ok.then(|| m.value.clone())
+            })
+            .collect(),
         env: raw.mcp.env.clone(),
     };
     let llm = LlmPolicy {
@@ -417,6 +504,8 @@ pub(crate) fn compile(
         }
     });
 
+    let state = state_policy(raw.state.as_ref(), &mut issues);
+
     let policy = Policy {
         name,
         version,
@@ -442,17 +531,108 @@ pub(crate) fn compile(
         on_error,
         approvals,
         pinning,
+        guard,
         mcp,
         llm,
         servers,
         audit,
         fleet,
+        state,
         packs: packs.iter().map(|p| p.name.clone()).collect(),
     };
     if let Some(first) = pack_errors.into_iter().next() {
         return Err(first);
     }
     issues.into_result(file, policy)
+}
+
+/// Longest `state.timeout_ms`: a decision never waits longer than this on the store.
+pub const MAX_STATE_TIMEOUT_MS: u64 = 10_000;
+
+/// The `state:` section, checked: a Redis backend needs a `redis://` URL; the prefix is a
+/// short run of key-safe characters; the timeout is bounded.
+fn state_policy(raw: Option<&schema::StateSection>, issues: &mut Issues) -> StatePolicy {
+    let mut out = StatePolicy::default();
+    let Some(raw) = raw else { return out };
+    if let Some(b) = &raw.backend {
+        out.backend = b.value;
+    }
+    if let Some(on) = raw.on_unavailable {
+        out.on_unavailable = on;
+    }
+    if let Some(p) = &raw.prefix {
+        let ok = !p.value.is_empty()
+            && p.value.len() <= 64
+            && p.value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
+        if !ok {
+            issues.at(
+                p.referenced,
+                "state.prefix must be 1 to 64 of A-Z a-z 0-9 _ - . :",
+            );
+        }
+        out.prefix = p.value.clone();
+    }
+    if let Some(t) = &raw.timeout_ms {
+        if t.value == 0 || t.value > MAX_STATE_TIMEOUT_MS {
+            issues.at(
+                t.referenced,
+                format!("state.timeout_ms must be 1 to {MAX_STATE_TIMEOUT_MS}"),
+            );
+        }
+        out.timeout_ms = t.value;
+    }
+    match (&out.backend, &raw.url) {
+        (StateBackend::Redis, None) => {
+            let at = raw.backend.as_ref().map(|b| b.referenced);
+            let msg = "state.backend: redis needs state.url (redis://HOST:PORT)";
+            match at {
+                Some(at) => issues.at(at, msg),
+                None => issues.list.push(crate::error::Issue {
+                    line: 0,
+                    column: 0,
+                    message: msg.into(),
+                }),
+            }
+        }
+        (StateBackend::Redis, Some(u)) => {
+            // TLS (rediss://) and Unix sockets are not built in: the client is compiled
+            // without them (see docs/scale-out.md).
+            let host = u.value.strip_prefix("redis://").map(|r| {
+                let r = r.rsplit_once('@').map_or(r, |(_, h)| h);
+                r.split('/').next().unwrap_or("")
+            });
+            if host.is_none_or(|h| {
+                h.is_empty() || bulwark_net::parse(&format!("redis://{h}")).is_err()
+            }) {
+                issues.at(
+                    u.referenced,
+                    format!(
+                        "bad state.url {:?}: expected redis://[:PASSWORD@]HOST:PORT[/DB]",
+                        redact(&u.value)
+                    ),
+                );
+            }
+            out.url = Some(u.value.clone());
+        }
+        (StateBackend::Memory, Some(u)) => {
+            issues.at(u.referenced, "state.url is only for state.backend: redis");
+        }
+        (StateBackend::Memory, None) => {}
+    }
+    out
+}
+
+/// A URL with any password replaced, for messages.
+fn redact(url: &str) -> String {
+    match url
+        .split_once("://")
+        .and_then(|(s, r)| r.rsplit_once('@').map(|(_, h)| (s, h)))
+    {
+        Some((scheme, host)) => format!("{scheme}://***@{host}"),
+        None => url.to_string(),
+    }
 }
 
 fn hex12(bytes: &[u8]) -> String {
@@ -1175,10 +1355,20 @@ fn taint(t: &schema::TaintSection, issues: &mut Issues) -> TaintPolicy {
             .filter_map(|p| path_glob(p).ok())
             .collect(),
         private_data: caps(&t.matrix.private_data, &[C::NetEgress]),
-        untrusted_input: caps(&t.matrix.untrusted_input, &[C::ExecIrreversible]),
+        // A message cannot be unsent, and after untrusted input its recipient and text may
+        // be the attacker's (issue 26): `msg.send` is revoked with what cannot be undone.
+        untrusted_input: caps(
+            &t.matrix.untrusted_input,
+            &[C::ExecIrreversible, C::MsgSend],
+        ),
         both: caps(
             &t.matrix.both,
-            &[C::NetEgress, C::ExecArbitrary, C::ExecIrreversible],
+            &[
+                C::NetEgress,
+                C::ExecArbitrary,
+                C::ExecIrreversible,
+                C::MsgSend,
+            ],
         ),
     }
 }

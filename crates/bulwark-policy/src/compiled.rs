@@ -6,7 +6,7 @@ use bulwark_net::Allowlist;
 use regex::Regex;
 
 use crate::glob::Glob;
-use crate::schema::{ApprovalChannel, FleetMode, Mode, UnknownAction};
+use crate::schema::{ApprovalChannel, FleetMode, Mode, OnUnavailable, StateBackend, UnknownAction};
 use crate::vocab::{CapSet, ContentCategory, ReasonCode, RuleScope, Severity, TaintSet, Verdict};
 
 /// A compiled policy. Build one with [`crate::load_str`], [`crate::load_file`] or
@@ -57,6 +57,8 @@ pub struct Policy {
     pub approvals: ApprovalPolicy,
     /// Pinning.
     pub pinning: PinningPolicy,
+    /// The deep path's guard.
+    pub guard: GuardPolicy,
     /// The MCP gateway.
     pub mcp: McpPolicy,
     /// The LLM API proxy.
@@ -67,6 +69,8 @@ pub struct Policy {
     pub audit: AuditPolicy,
     /// Fleet, when configured.
     pub fleet: Option<FleetPolicy>,
+    /// Where state lives.
+    pub state: StatePolicy,
     /// The packs loaded, in order.
     pub packs: Vec<String>,
 }
@@ -680,6 +684,27 @@ pub struct PinningPolicy {
     pub on_change: Verdict,
 }
 
+/// The deep path's guard (docs/guard.md).
+#[derive(Clone, Debug)]
+pub struct GuardPolicy {
+    /// Whether it runs.
+    pub enabled: bool,
+    /// The model's name or folder (or, with `endpoint`, the Ollama model).
+    pub model: String,
+    /// Block at or above this probability.
+    pub threshold: f32,
+    /// What it reads.
+    pub on: Vec<crate::schema::GuardOn>,
+    /// When it is worth running.
+    pub when: Vec<crate::schema::GuardWhen>,
+    /// Deadline of one scoring.
+    pub timeout_ms: u64,
+    /// What a failure to score gets (`block` or `warn`).
+    pub on_error: Verdict,
+    /// An Ollama-compatible endpoint instead of the in-process model.
+    pub endpoint: Option<String>,
+}
+
 /// The MCP gateway.
 #[derive(Clone, Debug)]
 pub struct McpPolicy {
@@ -687,6 +712,10 @@ pub struct McpPolicy {
     pub block_as: crate::schema::BlockAs,
     /// How long a forwarded request may wait for the server, in milliseconds.
     pub request_timeout_ms: u64,
+    /// How long a server's tool listing is trusted, in milliseconds.
+    pub listing_ttl_ms: u64,
+    /// Methods forwarded although the gateway does not know them (exact names).
+    pub extra_methods: Vec<String>,
     /// Extra environment variables passed to stdio servers.
     pub env: Vec<String>,
 }
@@ -771,4 +800,31 @@ pub struct FleetPolicy {
     pub canary: (u64, f64, u32, u64),
     /// The broker's CA (PEM file), for `mqtts://`.
     pub ca_file: Option<String>,
+}
+
+/// Where state lives (`state:`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatePolicy {
+    /// Memory (this process) or Redis.
+    pub backend: StateBackend,
+    /// The Redis URL, for `redis`.
+    pub url: Option<String>,
+    /// Prefix of every key.
+    pub prefix: String,
+    /// Longest wait for one answer, in milliseconds.
+    pub timeout_ms: u64,
+    /// What a decision does when the store is out of reach.
+    pub on_unavailable: OnUnavailable,
+}
+
+impl Default for StatePolicy {
+    fn default() -> Self {
+        StatePolicy {
+            backend: StateBackend::Memory,
+            url: None,
+            prefix: "bulwark".into(),
+            timeout_ms: 100,
+            on_unavailable: OnUnavailable::Refuse,
+        }
+    }
 }

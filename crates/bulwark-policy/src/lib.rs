@@ -40,7 +40,10 @@ pub use compile::DEFAULT_SENSITIVE_PATHS;
 pub use compiled::*;
 pub use error::{Issue, PolicyError};
 pub use glob::{Glob, GlobError};
-pub use schema::{ApprovalChannel, BlockAs, FleetMode, Mode, UnknownAction};
+pub use schema::{
+    ApprovalChannel, BlockAs, FleetMode, GuardOn, GuardWhen, Mode, OnUnavailable, StateBackend,
+    UnknownAction,
+};
 pub use summary::Summary;
 pub use vocab::{
     CapSet, Capability, ContentCategory, ReasonCode, RuleScope, Severity, Taint, TaintSet, Verdict,
@@ -87,7 +90,10 @@ fn options() -> serde_saphyr::Options {
     o
 }
 
-fn parse<'a, T: Deserialize<'a>>(file: &str, text: &'a str) -> Result<T, PolicyError> {
+/// Most problems one parse reports before it stops looking.
+const MAX_PARSE_ISSUES: usize = 50;
+
+fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, PolicyError> {
     if text.len() > MAX_POLICY_BYTES {
         return Err(PolicyError {
             file: file.into(),
@@ -98,17 +104,87 @@ fn parse<'a, T: Deserialize<'a>>(file: &str, text: &'a str) -> Result<T, PolicyE
             }],
         });
     }
-    serde_saphyr::from_str_with_options(text, options()).map_err(|e| {
-        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-        PolicyError {
-            file: file.into(),
-            issues: vec![Issue {
-                line,
-                column,
-                message: clean_message(&e.to_string()),
-            }],
-        }
+    let first = match serde_saphyr::from_str_with_options::<T>(text, options()) {
+        Ok(v) => return Ok(v),
+        Err(e) => issue(&e),
+    };
+    Err(PolicyError {
+        file: file.into(),
+        issues: more_issues::<T>(text, first),
     })
+}
+
+fn issue(e: &serde_saphyr::Error) -> Issue {
+    let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+    Issue {
+        line,
+        column,
+        message: clean_message(&e.to_string()),
+    }
+}
+
+/// Every problem of a file, not only the first the parser stops at: the entry the last
+/// problem is in (its line and the lines indented under it) is blanked out — line numbers
+/// stay — and the text parsed again, until it parses or a problem repeats. An entry taken
+/// out can leave its block without a field it must have, or empty; such complaints after
+/// the first problem are the blanking's doing, not the author's, and are left out.
+fn more_issues<T: serde::de::DeserializeOwned>(text: &str, first: Issue) -> Vec<Issue> {
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut seen = vec![(first.line, first.column)];
+    let mut at = first.line as usize;
+    let mut issues = vec![first];
+    for _ in 0..2 * MAX_PARSE_ISSUES {
+        if issues.len() >= MAX_PARSE_ISSUES || at == 0 || !blank_entry(&mut lines, at - 1) {
+            break;
+        }
+        let again = lines.join("\n");
+        let next = match serde_saphyr::from_str_with_options::<T>(&again, options()) {
+            Ok(_) => break,
+            Err(e) => issue(&e),
+        };
+        if seen.contains(&(next.line, next.column)) {
+            break;
+        }
+        seen.push((next.line, next.column));
+        at = next.line as usize;
+        // A block whose entries were all blanked reads as empty, and one that lost an
+        // entry may miss a field: the blanking's doing — blanked in turn, not reported.
+        let emptied = lines
+            .get(at.saturating_sub(1))
+            .is_some_and(|l| l.trim_end().ends_with(':'))
+            && (next.message.starts_with("expected mapping")
+                || next.message.starts_with("expected sequence"));
+        if !emptied && !next.message.starts_with("missing field") {
+            issues.push(next);
+        }
+    }
+    issues.sort_by_key(|i| (i.line, i.column));
+    issues
+}
+
+/// Blanks line `i` and the lines indented deeper under it; whether anything was blanked.
+fn blank_entry(lines: &mut [String], i: usize) -> bool {
+    let Some(line) = lines.get(i) else {
+        return false;
+    };
+    if line.trim().is_empty() {
+        return false;
+    }
+    let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+    let base = line.len() - line.trim_start().len();
+    let mut end = i + 1;
+    while let Some(next) = lines.get(end) {
+        let t = next.trim_start();
+        let depth = next.len() - t.len();
+        if !t.is_empty() && !t.starts_with('#') && depth <= base.max(indent.saturating_sub(1)) {
+            break;
+        }
+        end += 1;
+    }
+    for l in &mut lines[i..end] {
+        l.clear();
+    }
+    true
 }
 
 /// serde-saphyr appends its own "at line X column Y"; the location is already in front.

@@ -70,6 +70,9 @@ pub struct PolicyFile {
     /// Trust-on-first-use pinning of tool definitions.
     #[serde(default)]
     pub pinning: Pinning,
+    /// The deep path's learned prompt-injection guard.
+    #[serde(default)]
+    pub guard: Guard,
     /// The MCP gateway.
     #[serde(default)]
     pub mcp: Mcp,
@@ -85,6 +88,8 @@ pub struct PolicyFile {
     pub audit: Audit,
     /// The fleet connection.
     pub fleet: Option<Fleet>,
+    /// Where session state and the shared tables live (default: this process).
+    pub state: Option<StateSection>,
     /// The kill switch.
     #[serde(default)]
     pub lockdown: bool,
@@ -634,6 +639,60 @@ pub struct Pinning {
     pub on_change: Option<Verdict>,
 }
 
+/// The guard section: a learned injection classifier on the deep path (docs/guard.md).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guard {
+    /// Run the guard (default false: it needs its model installed).
+    pub enabled: Option<bool>,
+    /// The model: an installed model's name (default `minilm-l6-v2`, in
+    /// STATE_DIR/guard/NAME), a folder holding it, or with `endpoint` the Ollama model name.
+    pub model: Option<String>,
+    /// Block at or above this probability (default 0.85).
+    pub threshold: Option<Spanned<f64>>,
+    /// What it reads: `results`, `definitions`, `proposals` (tool input) (default all three).
+    pub on: Option<Vec<GuardOn>>,
+    /// When it is worth running on something the fast path left undecided: `untrusted`
+    /// (content an outsider could write), `tainted` (the session already is), `high_risk`
+    /// (the tool can run code, write files or reach the network), `always` (default the
+    /// first three).
+    pub when: Option<Vec<GuardWhen>>,
+    /// How long one scoring may take, in milliseconds (default 1000: one 256-token window
+    /// takes 60–130 ms on two loaded cores, docs/benchmarks.md).
+    pub timeout_ms: Option<Spanned<u64>>,
+    /// What a timeout, a full queue or a model that cannot load gets: `block` (default) or `warn`.
+    pub on_error: Option<Spanned<Verdict>>,
+    /// An Ollama-compatible endpoint (`http://127.0.0.1:11434`) to ask instead of the
+    /// in-process model.
+    pub endpoint: Option<Spanned<String>>,
+}
+
+/// What the guard reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardOn {
+    /// Tool results.
+    Results,
+    /// Tool definitions.
+    Definitions,
+    /// Tool input: MCP requests and LLM-proposed calls.
+    Proposals,
+}
+
+/// When the guard is worth running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardWhen {
+    /// The content is of a kind an outsider could write (fetch, search, inbox).
+    Untrusted,
+    /// The session is already tainted.
+    Tainted,
+    /// The tool can execute, write or reach the network.
+    HighRisk,
+    /// Every time the fast path leaves it undecided.
+    Always,
+}
+
 /// MCP gateway section.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -642,6 +701,12 @@ pub struct Mcp {
     pub block_as: Option<BlockAs>,
     /// How long a forwarded request may wait for the server (default 300 s).
     pub request_timeout_secs: Option<Spanned<u64>>,
+    /// How long a server's tool listing is trusted before a call lists again (default 300 s).
+    pub listing_ttl_secs: Option<Spanned<u64>>,
+    /// Methods outside the MCP revisions the gateway speaks that it forwards anyway
+    /// (default none: an unknown method is answered -32601 by the gateway).
+    #[serde(default)]
+    pub extra_methods: Vec<Spanned<String>>,
     /// Environment variables passed to stdio servers besides the built-in allowlist.
     #[serde(default)]
     pub env: Vec<String>,
@@ -727,6 +792,44 @@ pub struct Fleet {
     /// For `mqtts://`: the PEM file of the CA that signed the broker's certificate (the
     /// only one trusted).
     pub ca_file: Option<String>,
+}
+
+/// State section: where sessions, rate buckets, pins, the kill switch and the used-token
+/// set live.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateSection {
+    /// `memory` (default: this process) or `redis` (shared by every replica).
+    pub backend: Option<Spanned<StateBackend>>,
+    /// For `redis`: `redis://[:PASSWORD@]HOST:PORT[/DB]`.
+    pub url: Option<Spanned<String>>,
+    /// Prefix of every key (default `bulwark`), so several deployments share one server.
+    pub prefix: Option<Spanned<String>>,
+    /// Longest wait for one answer from the store, in milliseconds (default 100).
+    pub timeout_ms: Option<Spanned<u64>>,
+    /// What a decision does when the store is out of reach: `refuse` (default) or `local`
+    /// (decide on this replica's own state, each such decision marked degraded).
+    pub on_unavailable: Option<OnUnavailable>,
+}
+
+/// Where state lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StateBackend {
+    /// This process (sharded, in memory).
+    Memory,
+    /// A Redis (or Valkey) server shared by every replica.
+    Redis,
+}
+
+/// What a decision does when the shared store is out of reach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnUnavailable {
+    /// Refuse the call (`ANALYSIS_UNAVAILABLE`).
+    Refuse,
+    /// Decide on this replica's own state; the decision says it was degraded.
+    Local,
 }
 
 /// Canary rollback settings.

@@ -168,3 +168,80 @@ fn alias_bombs_are_refused() {
     let bomb = "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n";
     assert!(load_str("p.yaml", bomb).is_err());
 }
+
+#[test]
+fn a_redis_state_backend_needs_a_redis_url() {
+    assert_err(
+        "version: 1\nstate:\n  backend: redis\n",
+        "3:12",
+        "needs state.url",
+    );
+    assert_err(
+        "version: 1\nstate:\n  backend: redis\n  url: http://127.0.0.1:6379\n",
+        "4:8",
+        "expected redis://",
+    );
+    // A password in a refused URL is not repeated in the message.
+    let e = err("version: 1\nstate:\n  backend: redis\n  url: redis://:hunter2@\n");
+    assert!(!e.contains("hunter2"), "{e}");
+    assert_err(
+        "version: 1\nstate:\n  url: redis://127.0.0.1:6379\n",
+        "3:8",
+        "only for state.backend: redis",
+    );
+    assert_err(
+        "version: 1\nstate:\n  backend: redis\n  url: redis://127.0.0.1:6379\n  timeout_ms: 0\n",
+        "5:15",
+        "timeout_ms must be 1 to",
+    );
+    assert_err(
+        "version: 1\nstate:\n  backend: redis\n  url: redis://127.0.0.1:6379\n  prefix: 'a b'\n",
+        "5:11",
+        "state.prefix must be",
+    );
+    assert_err(
+        "version: 1\nstate:\n  backend: postgres\n",
+        "3:12",
+        "postgres",
+    );
+}
+
+#[test]
+fn the_state_section_is_read_with_its_defaults() {
+    let p = load_str("p.yaml", "version: 1\n").unwrap();
+    assert_eq!(p.state, bulwark_policy::StatePolicy::default());
+    assert_eq!(p.state.backend, bulwark_policy::StateBackend::Memory);
+    let p = load_str(
+        "p.yaml",
+        "version: 1\nstate: { backend: redis, url: 'redis://:pw@10.0.0.5:6380/2', prefix: prod, timeout_ms: 40, on_unavailable: local }\n",
+    )
+    .unwrap();
+    assert_eq!(p.state.backend, bulwark_policy::StateBackend::Redis);
+    assert_eq!(p.state.url.as_deref(), Some("redis://:pw@10.0.0.5:6380/2"));
+    assert_eq!(p.state.prefix, "prod");
+    assert_eq!(p.state.timeout_ms, 40);
+    assert_eq!(p.state.on_unavailable, bulwark_policy::OnUnavailable::Local);
+}
+
+#[test]
+fn every_error_of_a_nested_block_is_reported() {
+    let yaml = "version: 1\nlimits:\n  max_sessions: -3\n  session_idle_secs: abc\n  bogus: 1\n\
+                rules:\n  - id: a\n    match: {tool: 3}\n    severity: bad\n\
+                approvals:\n  timeout_secs: x\n";
+    let e = load_str("p.yaml", yaml).expect_err("refused");
+    let at: Vec<(u64, u64)> = e.issues.iter().map(|i| (i.line, i.column)).collect();
+    assert_eq!(
+        at,
+        [(3, 17), (4, 22), (5, 3), (8, 13), (9, 15), (11, 17)],
+        "{e}"
+    );
+    // Blanking an entry out to look further never shows up as an error of its own.
+    assert!(!e.to_string().contains("missing field"), "{e}");
+    assert!(!e.to_string().contains("expected mapping"), "{e}");
+    // A wrong shape that is the author's own is still reported, with what comes after it.
+    let e = err("version: 1\nlimits: 3\napprovals:\n  timeout_secs: x\n");
+    assert!(
+        e.starts_with("p.yaml:2:9: ") && e.contains("\np.yaml:4:17: "),
+        "{e}"
+    );
+}

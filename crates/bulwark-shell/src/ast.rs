@@ -19,6 +19,8 @@ pub struct Word {
     pub substitutions: Vec<Node>,
     /// Where it is in the text.
     pub span: Span,
+    /// An array value's elements (`a=(rm -rf /)`), each a word of its own.
+    pub elements: Option<Vec<Word>>,
 }
 
 impl Word {

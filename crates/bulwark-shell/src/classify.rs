@@ -443,6 +443,116 @@ const WRITE_ALL: &[&str] = &[
     "emacs", "ed", "ex",
 ];
 
+/// Top-level directories whose loss breaks the system or the user's files.
+const SYSTEM_DIRS: &[&str] = &[
+    "bin",
+    "boot",
+    "dev",
+    "etc",
+    "home",
+    "lib",
+    "lib32",
+    "lib64",
+    "media",
+    "mnt",
+    "opt",
+    "proc",
+    "root",
+    "run",
+    "sbin",
+    "srv",
+    "sys",
+    "usr",
+    "var",
+    "Users",
+    "System",
+    "Library",
+    "Applications",
+    "private",
+    "snap",
+];
+
+/// The unknown-command rule: a program nobody can name (a variable, a substitution, a
+/// program outside the catalogue) is *any program with these arguments*. Arguments that
+/// would be destructive for a destructive program — a recursive, forcing or mode-wiping
+/// option on `/`, a home or a top-level system directory, or `--no-preserve-root` — are
+/// `shell.unknown_destructive`; a recursive option on another path outside the workspace
+/// and the temporary directories is `shell.unknown_recursive`.
+fn unknown_program_arguments(inv: &mut Invocation) {
+    let mut recursive = false;
+    let mut force = false;
+    let mut wipe_mode = false;
+    let mut no_root_guard = false;
+    let mut targets: Vec<String> = Vec::new();
+    for w in &inv.words {
+        if let Some(long) = w.strip_prefix("--") {
+            match long.split('=').next().unwrap_or("") {
+                "recursive" => recursive = true,
+                "force" => force = true,
+                "no-preserve-root" => no_root_guard = true,
+                _ => {}
+            }
+        } else if let Some(short) = w.strip_prefix('-') {
+            // Short clusters only: `-O2`, `-j4`, `-x` carry no recursion.
+            if short.chars().all(|c| c.is_ascii_alphabetic()) {
+                recursive |= short.contains(['r', 'R']);
+                force |= short.contains('f');
+            }
+        } else if (3..=4).contains(&w.len())
+            && w.bytes().all(|b| (b'0'..=b'7').contains(&b))
+            && (w.ends_with("000") || w.ends_with("777"))
+        {
+            wipe_mode = true;
+        } else {
+            targets.push(normalize(w));
+        }
+    }
+    let system = |t: &str| {
+        let t = t.trim_end_matches("/*").trim_end_matches('/');
+        t.is_empty()
+            || t == "~"
+            || t == "/*"
+            || t.strip_prefix('/').is_some_and(|top| {
+                SYSTEM_DIRS.contains(&top)
+                    || ["home/", "Users/"].iter().any(|h| {
+                        top.strip_prefix(h)
+                            .is_some_and(|u| !u.is_empty() && !u.contains('/'))
+                    })
+            })
+    };
+    let outside = |t: &str| {
+        (t.starts_with('/') || t.starts_with('~'))
+            && !["/tmp", "/var/tmp", "/dev/shm", "/private/tmp"]
+                .iter()
+                .any(|d| t == *d || t.starts_with(&format!("{d}/")))
+    };
+    let destructive_option = recursive || force || wipe_mode;
+    let who = if inv.predicates.contains(&"shell.variable_command") {
+        format!("the command {} (unknown until run time)", inv.name)
+    } else {
+        format!("{}, a program Bulwark does not know,", inv.name)
+    };
+    if no_root_guard || destructive_option && targets.iter().any(|t| system(t)) {
+        inv.fact("shell.unknown_destructive");
+        inv.because(
+            Cap::ExecIrreversible,
+            format!(
+                "{who} is given arguments that destroy the system for a destructive program: {}",
+                inv.words.join(" ")
+            ),
+        );
+    } else if recursive && targets.iter().any(|t| outside(t)) {
+        inv.fact("shell.unknown_recursive");
+        inv.because(
+            Cap::ExecIrreversible,
+            format!(
+                "{who} is given a recursive option on a path outside the workspace: {}",
+                inv.words.join(" ")
+            ),
+        );
+    }
+}
+
 /// Classifies one command in place.
 pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
     let name = inv.name.clone();
@@ -465,6 +575,9 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
     }
     if inv.remote.is_some() {
         inv.fact("shell.remote");
+    }
+    if inv.predicates.contains(&"shell.variable_command") || !p::is_known(&name) {
+        unknown_program_arguments(inv);
     }
     if !inv.predicates.contains(&"shell.variable_command") {
         if p::is_local_path(&inv.written) && !name.is_empty() {

@@ -96,6 +96,7 @@ pub(crate) fn parse(text: &str) -> Option<Script> {
                     dynamic: false,
                     substitutions: Vec::new(),
                     span: (start, i),
+                    elements: None,
                 }));
             }
         }

@@ -35,6 +35,7 @@ pub mod ast;
 mod classify;
 mod code;
 mod fast;
+mod interp;
 mod model;
 pub mod parse;
 pub mod paths;
@@ -47,7 +48,7 @@ pub mod words;
 pub use ast::*;
 pub use model::{Analysis, Cap, Caps, Invocation, PREDICATES, Reason, is_predicate};
 pub use parse::{ParseError, parse};
-pub use sql::{SqlAnalysis, SqlStatement, analyse_sql, looks_like_sql};
+pub use sql::{SqlAnalysis, SqlContext, SqlStatement, analyse_sql, looks_like_sql, sql_in};
 pub use walk::{MAX_INVOCATIONS, MAX_NESTING};
 
 /// Analyses a command line.

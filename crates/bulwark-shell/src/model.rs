@@ -233,6 +233,14 @@ pub const PREDICATES: &[(&str, &str)] = &[
         "the command name is a variable or substitution",
     ),
     (
+        "shell.unknown_destructive",
+        "a program nobody can name (a variable, a substitution, an unknown program) given arguments that destroy the system for a destructive one (-rf /, -R 000 /)",
+    ),
+    (
+        "shell.unknown_recursive",
+        "a program nobody can name given a recursive option on a path outside the workspace",
+    ),
+    (
         "shell.script_file",
         "a shell or interpreter runs a script file the line does not show",
     ),

@@ -465,6 +465,7 @@ impl Converter<'_> {
                     dynamic: value.dynamic,
                     substitutions: value.substitutions.clone(),
                     span: value.span,
+                    elements: None,
                 };
                 if cmd.words.is_empty() {
                     cmd.assignments.push((name, value));
@@ -747,7 +748,22 @@ impl Converter<'_> {
                     }
                 }
             }
-            "concatenation" | "brace_expression" | "array" => {
+            "array" => {
+                // Each element is a word of its own; the text keeps them apart by spaces.
+                let mut elements = Vec::new();
+                for c in Self::named(n) {
+                    let e = self.word(c)?;
+                    if !w.text.is_empty() {
+                        w.text.push(' ');
+                    }
+                    w.text.push_str(&e.text);
+                    w.dynamic |= e.dynamic;
+                    w.substitutions.extend(e.substitutions.iter().cloned());
+                    elements.push(e);
+                }
+                w.elements = Some(elements);
+            }
+            "concatenation" | "brace_expression" => {
                 for c in Self::named(n) {
                     self.word_into(c, w, quoted)?;
                 }

@@ -12,6 +12,7 @@ use crate::argv;
 use crate::ast::{Node, Redirect, Script, SimpleCommand, Word};
 use crate::classify::{self, Io};
 use crate::code::{self, Lang};
+use crate::interp::{Env, Val};
 use crate::model::{Analysis, Cap, Invocation};
 use crate::paths;
 use crate::programs::{self as p, name_of};
@@ -23,8 +24,8 @@ pub const MAX_NESTING: usize = 12;
 pub const MAX_INVOCATIONS: usize = 512;
 /// Arguments `xargs` is known to receive from literal input; more is an error.
 const MAX_XARGS: usize = 4096;
-/// Variables remembered for indirection (`r=rm; $r -rf /`).
-const MAX_VARS: usize = 64;
+/// Functions remembered per line.
+const MAX_FUNCTIONS: usize = 64;
 
 /// What a command writes to its standard output, as far as a pipe into a shell cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +101,10 @@ impl Ctx {
 
 pub(crate) struct Walker {
     pub a: Analysis,
-    vars: Vec<(String, String)>,
+    /// What the line has set: variables, arrays, IFS, positional parameters.
+    env: Env,
+    /// Functions defined on the line: their bodies run again, with arguments, when called.
+    functions: Vec<(String, Vec<Node>)>,
     /// What the current command's words' substitutions printed (`echo "$(curl …)"`).
     pending_from: Output,
 }
@@ -109,7 +113,8 @@ pub(crate) struct Walker {
 pub(crate) fn walk(script: &Script) -> Analysis {
     let mut w = Walker {
         a: Analysis::default(),
-        vars: Vec::new(),
+        env: Env::default(),
+        functions: Vec::new(),
         pending_from: Output::Nothing,
     };
     let ctx = Ctx::default();
@@ -127,6 +132,20 @@ impl Walker {
         self.a.errors.push(what);
         self.a.fact("shell.unparsable");
         self.a.caps.insert(Cap::ExecArbitrary);
+    }
+
+    /// Walks `text` as a new shell whose positional parameters are `params`.
+    fn nested_with(
+        &mut self,
+        text: &str,
+        ctx: &Ctx,
+        stdin: Stdin,
+        params: Option<Vec<String>>,
+    ) -> Output {
+        let saved = self.env.set_positional(params);
+        let out = self.nested(text, ctx, stdin);
+        self.env.set_positional(saved);
+        out
     }
 
     /// Parses `text` as commands and walks it one level deeper.
@@ -204,6 +223,9 @@ impl Walker {
                 Output::Other
             }
             Node::Function(name, body) => {
+                if self.functions.len() < MAX_FUNCTIONS {
+                    self.functions.push((name.clone(), body.clone()));
+                }
                 let inner = ctx.with(format!("function {name}"));
                 for n in body {
                     self.node(n, &inner, Stdin::Tty);
@@ -286,37 +308,160 @@ impl Walker {
         }
     }
 
-    /// Replaces variables assigned earlier on the line with their literal values.
+    /// Expands what the line set (variables, arrays, positional parameters) in a word; the
+    /// fields are joined by spaces, for the caller to split as bash would.
     fn resolve(&self, w: &Word) -> (String, bool) {
         if !w.dynamic {
             return (w.text.clone(), false);
         }
-        let mut text = w.text.clone();
-        for (name, value) in self.vars.iter().rev() {
-            for pat in [format!("${{{name}}}"), format!("${name}")] {
-                if pat.len() == name.len() + 1 {
-                    // `$r` must not match inside `$rest`.
-                    let mut out = String::with_capacity(text.len());
-                    let mut rest = text.as_str();
-                    while let Some(i) = rest.find(&pat) {
-                        let after = &rest[i + pat.len()..];
-                        out.push_str(&rest[..i]);
-                        if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
-                            out.push_str(&pat);
-                        } else {
-                            out.push_str(value);
-                        }
-                        rest = after;
-                    }
-                    out.push_str(rest);
-                    text = out;
+        match self.env.expand(&w.text) {
+            Some(fields) => {
+                let dynamic = fields.iter().any(|f| f.dynamic);
+                let text: Vec<String> = fields.into_iter().map(|f| f.text).collect();
+                (text.join(" "), dynamic)
+            }
+            None => (w.text.clone(), true),
+        }
+    }
+
+    /// A value to remember for `name`: an array's elements, known text, or unknown.
+    fn value(&mut self, word: &Word, w: &W) -> Val {
+        if let Some(elements) = &word.elements {
+            let mut out = Vec::new();
+            for e in elements {
+                let (t, dynamic) = self.resolve(e);
+                if dynamic {
+                    return Val::Unknown;
+                }
+                if e.dynamic && t != e.text {
+                    out.extend(self.env.split(&t));
                 } else {
-                    text = text.replace(&pat, value);
+                    out.push(t);
                 }
             }
+            return Val::Array(out);
         }
-        let dynamic = text.contains('$') || text.contains('`');
-        (text, dynamic)
+        match known_text(w) {
+            Some(t) => Val::Str(t),
+            None => Val::Unknown,
+        }
+    }
+
+    /// Builtins that change what later words expand to: `set --`, `read`, `unset`,
+    /// `shift`, and the declaration keywords' assignments (namerefs included).
+    fn builtin_effects(
+        &mut self,
+        c: &SimpleCommand,
+        words: &[W],
+        assigns: &[(String, W)],
+        stdin: &Stdin,
+    ) {
+        let Some(first) = words.first().filter(|w| !w.dynamic) else {
+            return;
+        };
+        let rest: Vec<&str> = words[1..].iter().map(|w| w.text.as_str()).collect();
+        match first.text.as_str() {
+            "export" | "local" | "declare" | "typeset" | "readonly" => {
+                let nameref = rest
+                    .iter()
+                    .any(|w| w.starts_with('-') && w.contains('n') && !w.starts_with("--"));
+                for ((name, w), (_, word)) in assigns.iter().zip(&c.assignments) {
+                    if nameref {
+                        self.env.nameref(name, &w.text);
+                    } else {
+                        let v = self.value(word, w);
+                        self.env.assign(name, v);
+                    }
+                }
+            }
+            "unset" => {
+                for n in rest.iter().filter(|w| !w.starts_with('-')) {
+                    self.env.unset(n);
+                }
+            }
+            "set" => {
+                let args: Option<Vec<String>> = match rest.first() {
+                    Some(&"--") => Some(rest[1..].iter().map(|s| s.to_string()).collect()),
+                    Some(w) if !w.starts_with(['-', '+']) => {
+                        Some(rest.iter().map(|s| s.to_string()).collect())
+                    }
+                    _ => None,
+                };
+                if let Some(args) = args {
+                    if words[1..].iter().any(|w| w.dynamic) {
+                        self.env.set_positional(None);
+                    } else {
+                        self.env.set_args(args);
+                    }
+                }
+            }
+            "shift" => {
+                if let Some(p) = self.env.set_positional(None) {
+                    let n = rest.first().and_then(|n| n.parse().ok()).unwrap_or(1usize);
+                    let mut p = p;
+                    let zero = p.first().cloned().unwrap_or_default();
+                    let args: Vec<String> = p.drain(..).skip(1 + n).collect();
+                    self.env
+                        .set_positional(Some(std::iter::once(zero).chain(args).collect()));
+                }
+            }
+            "read" | "mapfile" | "readarray" => {
+                let input = match stdin {
+                    Stdin::Text(t) | Stdin::Pipe(Output::Literal(t)) => Some(t.as_str()),
+                    _ => None,
+                };
+                let a = argv::parse(&first.text, &rest);
+                let array = if first.text == "read" {
+                    a.value("a").map(str::to_string)
+                } else {
+                    Some(
+                        a.operands
+                            .first()
+                            .cloned()
+                            .unwrap_or_else(|| "MAPFILE".into()),
+                    )
+                };
+                let names: Vec<String> = if first.text == "read" && array.is_none() {
+                    a.operands.clone()
+                } else {
+                    Vec::new()
+                };
+                let Some(input) = input else {
+                    for n in names.iter().chain(array.iter()) {
+                        self.env.assign(n, Val::Unknown);
+                    }
+                    return;
+                };
+                if first.text != "read" {
+                    if let Some(n) = array {
+                        let lines = input.lines().map(str::to_string).collect();
+                        self.env.assign(&n, Val::Array(lines));
+                    }
+                    return;
+                }
+                let line = input.lines().next().unwrap_or("");
+                if let Some(n) = array {
+                    let fields = self.env.split(line);
+                    self.env.assign(&n, Val::Array(fields));
+                    return;
+                }
+                let names = if names.is_empty() {
+                    vec!["REPLY".to_string()]
+                } else {
+                    names
+                };
+                let mut fields = self.env.split(line).into_iter();
+                for (k, n) in names.iter().enumerate() {
+                    let v = if k + 1 == names.len() {
+                        fields.by_ref().collect::<Vec<_>>().join(" ")
+                    } else {
+                        fields.next().unwrap_or_default()
+                    };
+                    self.env.assign(n, Val::Str(v));
+                }
+            }
+            _ => {}
+        }
     }
 
     fn redirects(&mut self, redirects: &[Redirect], ctx: &Ctx) -> (Io, Option<Stdin>) {
@@ -377,6 +522,10 @@ impl Walker {
             // `c='rm -rf /'; $c`: an unquoted expansion splits into words. Quoting is not
             // kept in the tree, so any expanded value with spaces is split — reading more
             // commands than bash would, never fewer.
+            if w.dynamic && r.text != w.text && r.text.trim().is_empty() {
+                // An expansion to nothing is no word.
+                continue;
+            }
             if w.dynamic && r.text != w.text && r.text.contains(char::is_whitespace) {
                 words.extend(r.text.split_whitespace().map(|t| W {
                     text: t.to_string(),
@@ -394,18 +543,46 @@ impl Walker {
         }
         if words.is_empty() {
             // `r=rm` on its own: later words on this line may use it.
-            for (name, v) in assigns {
-                if !v.dynamic && self.vars.len() < MAX_VARS {
-                    self.vars.push((name, v.text));
-                }
+            for ((name, v), (_, word)) in assigns.iter().zip(&c.assignments) {
+                let val = self.value(word, v);
+                self.env.assign(name, val);
             }
             if !io.is_empty() {
                 self.record(pseudo(":", &io, ctx));
             }
             return Output::Nothing;
         }
+        self.builtin_effects(c, &words, &assigns, &stdin);
+        if let Some(out) = self.call_function(&words, ctx) {
+            return out;
+        }
         let env: Vec<(String, String)> = assigns.into_iter().map(|(n, v)| (n, v.text)).collect();
         self.invoke(words, ctx.clone(), stdin, io, &env)
+    }
+
+    /// A call of a function defined on the line: its body, with the call's arguments as
+    /// the positional parameters.
+    fn call_function(&mut self, words: &[W], ctx: &Ctx) -> Option<Output> {
+        let first = words.first().filter(|w| !w.dynamic)?;
+        let body = self
+            .functions
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == first.text)
+            .map(|(_, b)| b.clone())?;
+        if ctx.nesting + 1 > MAX_NESTING {
+            return None;
+        }
+        let mut inner = ctx.with(format!("function {}", first.text));
+        inner.nesting += 1;
+        let args: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
+        let saved = self.env.set_positional(Some(args));
+        let mut out = Output::Nothing;
+        for n in &body {
+            out = out.then(self.node(n, &inner, Stdin::Tty));
+        }
+        self.env.set_positional(saved);
+        Some(out)
     }
 
     fn record(&mut self, inv: Invocation) {
@@ -704,7 +881,16 @@ impl Walker {
                     inv.fact("shell.eval_dynamic");
                     inv.because(Cap::ExecArbitrary, "eval runs text known only at run time");
                     self.note_origin(&mut inv, &from);
-                    self.finish(inv, &stdin, &io, &ctx)
+                    // `eval "$X -rf /etc"`: the unknown parts stay unknown words, and the
+                    // rest still says what the command does to what.
+                    let text = inv.words.join(" ");
+                    let out = self.finish(inv, &stdin, &io, &ctx);
+                    if !text.contains("(…)") {
+                        let mut inner = ctx.with("eval");
+                        inner.lenient = true;
+                        self.nested(&text, &inner, Stdin::Tty);
+                    }
+                    out
                 } else {
                     let text = inv.words.join(" ");
                     self.finish(inv, &stdin, &io, &ctx);
@@ -1028,9 +1214,21 @@ impl Walker {
                 inv.because(Cap::ExecArbitrary, format!("{name} -c without a command"));
                 return self.finish(inv, &stdin, &io, ctx);
             };
+            // `sh -c '$0 -rf /' rm`, `bash -c '"$@"' _ rm -rf /`: the words after the text
+            // are its `$0`, `$1`, ….
+            let params: Option<Vec<String>> = words[first_operand + 1..]
+                .iter()
+                .map(known_text)
+                .collect::<Option<Vec<_>>>()
+                .map(|mut p| {
+                    if p.is_empty() {
+                        p.push(name.clone());
+                    }
+                    p
+                });
             if let (true, Some(text)) = (code.dynamic, known_text(code)) {
                 self.finish(inv, &Stdin::Tty, &io, ctx);
-                return self.nested(&text, &ctx.with(format!("{name} -c")), stdin);
+                return self.nested_with(&text, &ctx.with(format!("{name} -c")), stdin, params);
             }
             if code.dynamic {
                 inv.fact("shell.eval_dynamic");
@@ -1044,7 +1242,7 @@ impl Walker {
             }
             let text = code.text.clone();
             self.finish(inv, &Stdin::Tty, &io, ctx);
-            return self.nested(&text, &ctx.with(format!("{name} -c")), stdin);
+            return self.nested_with(&text, &ctx.with(format!("{name} -c")), stdin, params);
         }
         // `bash -s ARGS` reads the script from its input; ARGS are the script's arguments.
         let script = if a.flag("s") {

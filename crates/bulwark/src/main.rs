@@ -12,6 +12,7 @@
 //! bulwark hook claude-code             # a Claude Code PreToolUse/PostToolUse hook
 //! bulwark mcp -- npx server-everything  # the MCP gateway around a stdio server
 //! bulwark pins list                     # pinned MCP tool definitions
+//! bulwark guard install                 # the injection guard's model, from its PyPI package
 //! bulwark audit verify audit.jsonl      # check the tamper-evident audit log
 //! ```
 
@@ -23,6 +24,7 @@ mod config;
 mod daemon;
 mod explain;
 mod fleet;
+mod guard;
 mod hook;
 mod mcp;
 mod proxy;
@@ -80,6 +82,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Hook(HookCommand::ClaudeCode(args)) => Ok(hook::claude_code(&args)),
         Command::Mcp(args) => mcp::run(&args),
         Command::Pins(cmd) => mcp::pins(&cmd),
+        Command::Guard(cmd) => guard::command(&cmd),
         Command::Audit(cmd) => audit::run(&cmd),
         Command::Proxy(args) => proxy::run(&args),
         Command::Approvals(cmd) => approvals::command(&cmd),

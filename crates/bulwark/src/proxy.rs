@@ -24,6 +24,7 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
         max_body: args.max_body,
         upstream_key,
         allow_host: args.allow_host.clone(),
+        provenance: args.provenance,
         admin: config::admin(&args.common, args.admin.as_deref())?,
         webhook_secret: config::webhook_secret(),
         fleet_policy_file: args.common.policy.clone(),

@@ -207,7 +207,11 @@ fn a_hostile_server_is_contained() {
     }
     let r = g.call("add_note", json!({"text": "hi"}));
     assert_eq!(r["error"]["code"], -32096, "{r}");
-    assert_eq!(r["error"]["message"], "tool_quarantined");
+    // The message a model reads says why and what to do instead; data keeps the decision.
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("Bulwark blocked add_note: "), "{r}");
+    assert!(message.contains(" Instead: "), "{r}");
+    assert_eq!(r["error"]["data"]["decision"], "block", "{r}");
     // Prompt descriptions are read by the model too: the poisoned one is left out.
     let r = g.request("prompts/list", json!({}));
     let prompts: Vec<&str> = r["result"]["prompts"]
@@ -242,7 +246,12 @@ fn a_hostile_server_is_contained() {
     // A result carrying injected instructions never reaches the client.
     let r = g.call("read_doc", json!({"id": "notes"}));
     assert_eq!(r["error"]["code"], -32095, "{r}");
-    assert_eq!(r["error"]["message"], "result_blocked");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Bulwark blocked the result of read_doc: "),
+        "{r}"
+    );
+    assert!(message.contains(" Instead: "), "{r}");
     assert!(!r.to_string().contains("evil.example"), "{r}");
 
     // An error answer is server text too: decided like a result.
@@ -557,8 +566,18 @@ fn the_official_sdk_sees_server_everything_unchanged_through_the_gateway() {
     let bad = &gated["bad_args"]["error"];
     assert_eq!(bad["data"]["reason_code"], "SCHEMA_INVALID", "{gated}");
     assert_eq!(direct["bad_args"]["ok"]["isError"], true);
+    // A tool the server did not list is refused by the gateway too, as the server would
+    // answer it (an error result), with the gateway's reason.
+    let unknown = &gated["no_such_tool"]["ok"];
+    assert_eq!(unknown["isError"], true, "{gated}");
+    assert_eq!(
+        unknown["_meta"]["dev.bulwark/decision"]["reason_code"],
+        "UNKNOWN_TOOL"
+    );
+    assert_eq!(direct["no_such_tool"]["ok"]["isError"], true);
     let strip = |mut v: Value| {
         v.as_object_mut().unwrap().remove("bad_args");
+        v.as_object_mut().unwrap().remove("no_such_tool");
         v
     };
     assert_eq!(strip(direct.clone()), strip(gated.clone()));
@@ -597,6 +616,7 @@ fn server_filesystem_through_the_gateway_masks_secrets_and_blocks_injections() {
     for k in [
         "allowed",
         "write",
+        "write_secret",
         "read_new",
         "read_notes",
         "list",
@@ -604,6 +624,14 @@ fn server_filesystem_through_the_gateway_masks_secrets_and_blocks_injections() {
     ] {
         assert_eq!(direct[k], gated[k], "{k}");
     }
+    // The credential written through the gateway is on disk byte for byte as sent: the
+    // arguments were not masked (it is a local write, not egress).
+    assert_eq!(direct["write_secret"], gated["write_secret"], "{gated}");
+    assert!(gated["write_secret"]["ok"].is_object(), "{gated}");
+    assert_eq!(
+        std::fs::read_to_string(fs.join("secret.env")).unwrap(),
+        "AWS_ACCESS_KEY_ID=AKIAZ7KDPQXL4MWN3BVC\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+    );
     let masked = gated["read_secrets"].to_string();
     assert!(
         masked.contains("[REDACTED:SECRET:aws_access_key:1]"),

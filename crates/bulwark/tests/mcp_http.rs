@@ -273,6 +273,10 @@ fn the_official_sdk_sees_server_everything_unchanged_over_http_and_sse() {
         // Invalid arguments are refused by the gateway's schema check (the stdio tests show
         // it); the rest must be identical.
         let bad = v.as_object_mut().unwrap().remove("bad_args").unwrap();
+        // A tool the server did not list: an error result either way (the gateway's own
+        // refusal through it, with its reason).
+        let unknown = v.as_object_mut().unwrap().remove("no_such_tool").unwrap();
+        assert_eq!(unknown["ok"]["isError"], true, "{unknown}");
         (v, bad)
     };
     let (direct, _) = strip(direct);
@@ -1201,7 +1205,7 @@ fn a_2026_client_is_served_in_front_of_a_legacy_only_server() {
     assert_eq!(modern["protocol"], "2026-07-28", "{modern}");
     assert_eq!(direct["protocol"], "2025-11-25");
     let strip = |mut v: Value| {
-        for k in ["bad_args", "ping", "protocol"] {
+        for k in ["bad_args", "no_such_tool", "ping", "protocol"] {
             v.as_object_mut().unwrap().remove(k);
         }
         v

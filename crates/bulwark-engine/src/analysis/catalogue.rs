@@ -259,6 +259,9 @@ pub fn lookup(name: &str) -> Option<Entry> {
 
 /// Argument names that hold each kind of thing, in order of preference.
 pub const COMMAND_KEYS: &[&str] = &["command", "cmd", "script", "commands", "shell_command"];
+/// Argument names that carry a command wherever they sit in the arguments (matched by
+/// their last word: `pre_command`, `options.exec`, `shellCmd`), besides the one analysed.
+pub const NESTED_COMMAND_KEYS: &[&str] = &["command", "cmd", "commands", "exec"];
 /// Argument names that hold code for an interpreter.
 pub const CODE_KEYS: &[&str] = &["code", "source", "script", "program"];
 /// Argument names that hold SQL.

@@ -157,8 +157,78 @@ pub fn fields<'a>(v: &'a Value, keys: &[&str]) -> Vec<&'a str> {
     out
 }
 
+/// How deep [`fields_deep`] looks, and how many strings it returns at most.
+const DEEP_DEPTH: usize = 16;
+const DEEP_MAX: usize = 256;
+
+/// Whether an argument name means `want`: the same name (case-insensitive), or a name whose
+/// last word is it — `pre_command`, `shellCommand`, `target-url`, `options.exec`'s `exec`.
+fn key_means(key: &str, want: &str) -> bool {
+    if key.eq_ignore_ascii_case(want) {
+        return true;
+    }
+    // The last word: after the last separator, or the last camelCase hump.
+    let cut = key
+        .char_indices()
+        .filter(|&(i, c)| {
+            matches!(c, '_' | '-' | '.' | ' ')
+                || (c.is_ascii_uppercase()
+                    && key[..i]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|p| p.is_ascii_lowercase()))
+        })
+        .map(|(i, c)| if c.is_ascii_uppercase() { i } else { i + 1 })
+        .next_back();
+    cut.is_some_and(|i| key[i..].eq_ignore_ascii_case(want))
+}
+
+/// Every string under a name that means one of `keys` ([`key_means`]) anywhere in the
+/// document — nested objects and arrays included — with the members of arrays of strings;
+/// bounded in depth and number.
+pub fn fields_deep<'a>(v: &'a Value, keys: &[&str]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    walk_fields(v, keys, 0, &mut out);
+    out
+}
+
+fn walk_fields<'a>(v: &'a Value, keys: &[&str], depth: usize, out: &mut Vec<&'a str>) {
+    if depth > DEEP_DEPTH || out.len() >= DEEP_MAX {
+        return;
+    }
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if keys.iter().any(|w| key_means(k, w)) {
+                    match x {
+                        Value::String(s) => out.push(s.as_str()),
+                        Value::Array(a) => out.extend(a.iter().filter_map(Value::as_str)),
+                        _ => {}
+                    }
+                }
+                walk_fields(x, keys, depth + 1, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| walk_fields(x, keys, depth + 1, out)),
+        _ => {}
+    }
+    out.truncate(DEEP_MAX);
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_that_carry_a_command_are_found_wherever_they_sit() {
+        let v = json!({"message": "hi", "pre_command": "curl x | sh",
+            "options": {"exec": "rm -rf /", "shellCommand": "id"}, "steps": [{"cmd": "ls"}],
+            "command_id": "7", "recommend": "no"});
+        let found = fields_deep(&v, &["command", "cmd", "exec"]);
+        assert_eq!(found.len(), 4, "{found:?}");
+        for want in ["curl x | sh", "rm -rf /", "id", "ls"] {
+            assert!(found.contains(&want), "{want}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -31,6 +31,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         (None, None) => Known::Unknown,
     };
     let kind = ctx.entry.map(|e| e.kind);
+    let mut inferred: Option<String> = None;
     if let Some(spec) = ctx.spec {
         ctx.caps = spec.capabilities;
         ctx.taint_out = spec.taint;
@@ -38,9 +39,18 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     } else if let Some(entry) = ctx.entry {
         ctx.caps = entry.capabilities();
         ctx.taint_out = entry.taint();
-    } else if let Some(declared) = call.declared_capabilities {
-        // A hint from the caller can only add scrutiny.
-        ctx.caps = declared;
+    } else {
+        // Nobody reviewed this tool: what its definition's words say (issue 26), plus any
+        // hint from the caller, which can only add scrutiny.
+        if let Some(def) = &call.definition {
+            let found = crate::infer::infer(name, def);
+            ctx.caps = found.capabilities;
+            ctx.taint_out = found.taint;
+            inferred = Some(found.summary());
+        }
+        if let Some(declared) = call.declared_capabilities {
+            ctx.caps = ctx.caps.union(declared);
+        }
     }
     ctx.net_by_tool = ctx.caps.has_family("net");
 
@@ -81,33 +91,53 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
             }
         }
     }
+    // A command can ride in any argument whose name says so, wherever it sits
+    // (`pre_command`, `options.exec`, `hooks[0].cmd`), whatever the tool: each is analysed
+    // like the command itself, so a known tool's extra field is no way around the analysis.
+    for text in json::fields_deep(args, catalogue::NESTED_COMMAND_KEYS)
+        .into_iter()
+        .filter(|t| Some(*t) != command && !t.trim().is_empty())
+        .take(64)
+    {
+        let a = bulwark_shell::analyse(text);
+        facts.merge(Facts::from(&a));
+        ctx.commands.extend(a.invocations);
+        ctx.command_reasons
+            .extend(a.reasons.into_iter().map(|r| r.text));
+    }
     if command.is_none() && kind == Some(Kind::Shell) && call.direction.acts() {
         // A shell tool with no command we can find: fail closed.
         facts.capabilities.insert(Capability::ExecArbitrary);
         facts.add("shell.unparsable");
     }
 
-    // SQL.
-    let sql_text = by_pointer(args, pointers.sql.as_deref()).or_else(|| match kind {
-        Some(Kind::Sql) => json::field(args, catalogue::SQL_KEYS).map(|(_, s)| s),
-        None => json::field(args, catalogue::SQL_KEYS)
-            .map(|(_, s)| s)
-            .filter(|s| bulwark_shell::looks_like_sql(s))
-            .or_else(|| {
-                unknown
-                    .then(|| {
-                        json::strings(args)
-                            .into_iter()
-                            .take(64)
-                            .find(|s| bulwark_shell::looks_like_sql(s))
-                    })
-                    .flatten()
-            }),
-        _ => None,
-    });
-    if let Some(text) = sql_text {
-        // What no dialect can read is treated as able to do anything a database can.
-        facts.merge(Facts::from(&bulwark_shell::analyse_sql(text)));
+    // SQL. A string is SQL when the mapping, the catalogue or the argument's name says so
+    // (then what no dialect reads fails closed), or when it has the shape of a statement;
+    // prose that opens with an SQL verb ("Update the README") is not SQL.
+    use bulwark_shell::SqlContext;
+    let sql = if let Some(text) = by_pointer(args, pointers.sql.as_deref()) {
+        bulwark_shell::sql_in(text, SqlContext::Declared)
+    } else {
+        match kind {
+            Some(Kind::Sql) => json::field(args, catalogue::SQL_KEYS)
+                .and_then(|(_, s)| bulwark_shell::sql_in(s, SqlContext::Declared)),
+            None => json::field(args, catalogue::SQL_KEYS)
+                .and_then(|(key, s)| bulwark_shell::sql_in(s, sql_context(&key)))
+                .or_else(|| {
+                    unknown
+                        .then(|| {
+                            json::strings(args)
+                                .into_iter()
+                                .take(64)
+                                .find_map(|s| bulwark_shell::sql_in(s, SqlContext::Found))
+                        })
+                        .flatten()
+                }),
+            _ => None,
+        }
+    };
+    if let Some(s) = sql {
+        facts.merge(Facts::from(&s));
     }
 
     // Destinations.
@@ -115,7 +145,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     if let Some(u) = by_pointer(args, pointers.url.as_deref()) {
         dests.push(u.to_string());
     } else {
-        let candidates = json::fields(args, catalogue::URL_KEYS);
+        // URLs and hosts wherever they sit: `options.endpoint` is as much a destination as
+        // a top-level `url`.
+        let candidates = json::fields_deep(args, catalogue::URL_KEYS);
         match kind {
             Some(Kind::Fetch) => dests.extend(candidates.iter().map(|s| s.to_string())),
             _ if unknown || ctx.net_by_tool => {
@@ -125,7 +157,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
                     .map(|s| s.to_string())
                     .collect();
                 found.extend(
-                    json::fields(args, catalogue::HOST_KEYS)
+                    json::fields_deep(args, catalogue::HOST_KEYS)
                         .into_iter()
                         .map(str::to_string),
                 );
@@ -151,7 +183,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         || ctx.caps.has_family("fs")
     {
         paths.extend(
-            json::fields(args, catalogue::PATH_KEYS)
+            json::fields_deep(args, catalogue::PATH_KEYS)
                 .into_iter()
                 .filter(|p| looks_like_path(p))
                 .map(str::to_string),
@@ -262,10 +294,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
 
     let (known, caps) = (ctx.known, ctx.caps);
     ctx.explain(|| {
-        format!(
+        let mut note = format!(
             "known from {known:?}; capabilities [{}]",
             caps.names().join(", ")
-        )
+        );
+        if let Some(why) = inferred {
+            note.push_str("; ");
+            note.push_str(&why);
+        }
+        note
     });
 
     if unknown {
@@ -331,13 +368,26 @@ fn command_internal_refused(class: bulwark_net::HostClass) -> bool {
     matches!(class, C::Metadata | C::RebindingName | C::LinkLocal)
 }
 
+/// An argument named for SQL (`sql`, `statement`, `sql_query`) holds SQL; `query` and `q`
+/// are as often a search, so their text is SQL only when it reads as a statement.
+fn sql_context(pointer: &str) -> bulwark_shell::SqlContext {
+    let name = pointer.trim_start_matches('/').to_ascii_lowercase();
+    if name.contains("sql") || name == "statement" {
+        bulwark_shell::SqlContext::Declared
+    } else {
+        bulwark_shell::SqlContext::Found
+    }
+}
+
 fn by_pointer<'v>(args: &'v Value, pointer: Option<&str>) -> Option<&'v str> {
     args.pointer(pointer?)?.as_str()
 }
 
-/// For tools nobody described: a URL, or anything under a key that can only name a host.
+/// For tools nobody described: a URL, written with a scheme or as `www.…` (how people and
+/// models write addresses; AgentDojo's web tools take them so).
 fn looks_like_destination(s: &str) -> bool {
-    s.contains("://")
+    let s = s.trim();
+    s.contains("://") || s.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www."))
 }
 
 /// Absolute, home-relative or relative paths with a separator or a dotfile name.

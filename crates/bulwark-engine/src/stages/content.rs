@@ -169,6 +169,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             span: Some(f.span),
             pointer,
             severity: Some(f.severity),
+            score: None,
         });
         if call.direction == Direction::Response {
             match f.category {

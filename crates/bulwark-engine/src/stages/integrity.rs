@@ -127,21 +127,32 @@ fn definition(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         return;
     }
     if server.is_some()
-        && let Some(other) = env
+        && let Some((other, like)) = env
             .tables
             .pinned_elsewhere(server, name)
-            .filter(|o| !o.is_empty())
+            .filter(|(o, _)| !o.is_empty())
     {
         ctx.findings
             .push(Finding::new("integrity.shadowing", "poisoning"));
+        let reason = if like == name.to_lowercase() {
+            format!(
+                "Tool {name:?} is already offered by server {other:?}; a second server with the same name shadows it."
+            )
+        } else {
+            // Case, width, invisible characters or look-alike letters: a model cannot tell
+            // the two apart in a tool list.
+            format!(
+                "Tool {name:?} looks like {like:?}, already offered by server {other:?}; a look-alike name shadows it."
+            )
+        };
         ctx.raise(
-                Verdict::Block,
-                ReasonCode::ToolPoisoning,
-                None,
-                Some(Severity::High),
-                format!("Tool {name:?} is already offered by server {other:?}; a second server with the same name shadows it."),
-                Some("Rename one of the tools, or prefix tools by server.".into()),
-            );
+            Verdict::Block,
+            ReasonCode::ToolPoisoning,
+            None,
+            Some(Severity::High),
+            reason,
+            Some("Rename one of the tools, or prefix tools by server.".into()),
+        );
     }
 }
 

@@ -9,6 +9,7 @@ pub mod approval;
 pub mod classify;
 pub mod content;
 pub mod destinations;
+pub mod guard;
 pub mod integrity;
 pub mod lockdown;
 pub mod loop_guard;
@@ -48,6 +49,8 @@ pub enum Stage {
     Sequences,
     /// 10. The rule catalogue.
     Rules,
+    /// 10b. The deep path: the learned injection guard, when the rest left it undecided.
+    Guard,
     /// 11. Human approval.
     Approval,
     /// 12. Fleet verdicts.
@@ -69,6 +72,7 @@ impl Stage {
             Stage::Taint => "taint",
             Stage::Sequences => "sequences",
             Stage::Rules => "rules",
+            Stage::Guard => "guard",
             Stage::Approval => "approval",
             Stage::VerdictCache => "verdict_cache",
         }
@@ -87,6 +91,7 @@ const ACTING: &[Stage] = &[
     Stage::Taint,
     Stage::Sequences,
     Stage::Rules,
+    Stage::Guard,
     Stage::Approval,
     Stage::VerdictCache,
 ];
@@ -97,6 +102,7 @@ const RESPONSE: &[Stage] = &[
     Stage::Loop,
     Stage::Content,
     Stage::Rules,
+    Stage::Guard,
 ];
 const DEFINITION: &[Stage] = &[
     Stage::Lockdown,
@@ -104,6 +110,7 @@ const DEFINITION: &[Stage] = &[
     Stage::Integrity,
     Stage::Content,
     Stage::Rules,
+    Stage::Guard,
 ];
 
 /// The stages a direction runs, in order.
@@ -128,6 +135,7 @@ pub(crate) fn run(stage: Stage, ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         Stage::Taint => taint::run(ctx, env),
         Stage::Sequences => sequences::run(ctx, env),
         Stage::Rules => rules::run(ctx, env),
+        Stage::Guard => guard::run(ctx, env),
         Stage::Approval => approval::run(ctx, env),
         Stage::VerdictCache => verdict_cache::run(ctx, env),
     }

@@ -282,6 +282,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             span,
             pointer,
             severity: Some(rule.severity),
+            score: None,
         });
         ctx.rule_hits.push(rule.severity);
     }

@@ -364,9 +364,11 @@ pub(super) async fn post(
     });
     let mut upstream = None;
     let mut decided = Vec::new();
-    let mut outs = caller
+    let outs = caller
         .core
         .from_client(forwarded.to_string().as_bytes(), front.now_ms());
+    // A call the core has no listing for waits while it lists the upstream's tools.
+    let mut outs = own_requests(remote, headers, message, &caller, outs, &upstream_id).await;
     if outs.is_empty() && caller.core.is_held(&upstream_id) {
         // Waiting for a person (no ticker here: this request looks for itself). A client
         // that goes away drops this future, and the guard stops the wait.
@@ -431,6 +433,82 @@ pub(super) async fn post(
     } else {
         json_only(exchange, waiting, &rewrite).await
     }
+}
+
+/// Sends the core's own requests (its listing of the upstream's tools, page by page) as
+/// stateless requests of their own, feeding each answer back, until what is left is for the
+/// client's request; returns that. Each carries the client's protocol `_meta` and headers.
+async fn own_requests(
+    remote: &Remote,
+    headers: &HeaderMap,
+    message: &Value,
+    caller: &Caller,
+    mut outs: Vec<Out>,
+    upstream_id: &Value,
+) -> Vec<Out> {
+    let meta: serde_json::Map<String, Value> = jsonrpc::at(message, "/params/_meta")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| k.starts_with("io.modelcontextprotocol/"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    // Bounded: one round per page the core may ask for, and one more.
+    for _ in 0..=64 {
+        let own = outs.iter().position(|o| {
+            matches!(o, Out::Server(v) if v.get("id") != Some(upstream_id) && v.get("method").is_some())
+        });
+        let Some(i) = own else { break };
+        let Out::Server(mut request) = outs.remove(i) else {
+            break;
+        };
+        let Some(method) = request
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            break;
+        };
+        let own_id = request.get("id").cloned().unwrap_or(Value::Null);
+        if let Some(params) = request.get_mut("params").and_then(Value::as_object_mut) {
+            params.insert("_meta".into(), Value::Object(meta.clone()));
+        }
+        let mut pass: HeaderList = headers
+            .iter()
+            .filter(|(name, _)| name.as_str() == "mcp-protocol-version")
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        if let Ok(m) = axum::http::HeaderValue::from_str(&method) {
+            pass.push((axum::http::HeaderName::from_static("mcp-method"), m));
+        }
+        let wait = caller.core.request_timeout();
+        let answer = tokio::time::timeout(wait, async {
+            let mut x = remote.exchange(&request, pass).await?;
+            while let Some(msg) = x.next().await {
+                if msg.get("id") == Some(&own_id)
+                    && (msg.get("result").is_some() || msg.get("error").is_some())
+                {
+                    return Ok(msg);
+                }
+            }
+            Err(format!(
+                "the upstream server (HTTP {}) ended its answer without answering",
+                x.status()
+            ))
+        })
+        .await
+        .unwrap_or_else(|_| Err("the upstream server did not answer in time".to_string()));
+        let answer = answer
+            .unwrap_or_else(|why| jsonrpc::error(&own_id, jsonrpc::INTERNAL_ERROR, &why, None));
+        outs.extend(
+            caller
+                .core
+                .from_server(answer.to_string().as_bytes(), crate::clock::now_ms()),
+        );
+    }
+    outs
 }
 
 /// The final answer alone, as JSON (progress is dropped: the client takes JSON only).

@@ -71,6 +71,9 @@ async def everything(s):
     return out
 
 
+SECRET_FILE = "AWS_ACCESS_KEY_ID=AKIAZ7KDPQXL4MWN3BVC\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+
+
 async def filesystem(s):
     root = os.environ["FS_ROOT"]
     out = {}
@@ -80,6 +83,12 @@ async def filesystem(s):
     out["write"] = await attempt(s.call_tool(
         "write_file", {"path": os.path.join(root, "new.txt"), "content": "written through the gateway\n"}))
     out["read_new"] = await attempt(s.call_tool("read_text_file", {"path": os.path.join(root, "new.txt")}))
+    # A credential written to a local file: the file must hold exactly what was sent (or
+    # the call be refused and the file left as it was), never a masked copy.
+    secret = os.path.join(root, "secret.env")
+    with open(secret, "w") as f:
+        f.write("before\n")
+    out["write_secret"] = await attempt(s.call_tool("write_file", {"path": secret, "content": SECRET_FILE}))
     out["read_notes"] = await attempt(s.call_tool("read_text_file", {"path": os.path.join(root, "notes.txt")}))
     out["read_secrets"] = await attempt(s.call_tool("read_text_file", {"path": os.path.join(root, "deploy.env")}))
     out["read_poisoned"] = await attempt(s.call_tool("read_text_file", {"path": os.path.join(root, "README.md")}))

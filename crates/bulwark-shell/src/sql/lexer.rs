@@ -280,6 +280,10 @@ fn risky(word: &str) -> bool {
             | b"LO_EXPORT"
             | b"LOAD_FILE"
             | b"PG_LS_DIR"
+            | b"LOAD_EXTENSION"
+            | b"DBLINK"
+            | b"DBLINK_EXEC"
+            | b"XP_CMDSHELL"
     )
 }
 
@@ -417,6 +421,117 @@ pub fn looks_like_sql(text: &str) -> bool {
     first_token_is_statement_keyword(text)
 }
 
+/// Whether the first statement has the structure its verb requires (`DELETE … FROM`,
+/// `UPDATE … SET`, `DROP <object type>`, `GRANT … ON`, `INSERT INTO`, …), so text that
+/// no dialect parses can be told from a sentence that opens with the same verb: "Update the
+/// README" has no `SET`, "Grant access to the new hire" no `ON`, "delete" no `FROM`.
+pub(crate) fn statement_shaped(text: &str) -> bool {
+    const OBJECTS: &[&str] = &[
+        "TABLE",
+        "DATABASE",
+        "SCHEMA",
+        "VIEW",
+        "INDEX",
+        "FUNCTION",
+        "PROCEDURE",
+        "TRIGGER",
+        "ROLE",
+        "USER",
+        "SEQUENCE",
+        "TYPE",
+        "EXTENSION",
+        "MATERIALIZED",
+        "TEMP",
+        "TEMPORARY",
+        "UNIQUE",
+        "OR",
+        "IF",
+        "EVENT",
+        "POLICY",
+        "DOMAIN",
+        "SERVER",
+        "PUBLICATION",
+        "SUBSCRIPTION",
+        "LOGIN",
+        "TABLESPACE",
+        "OWNED",
+        "RULE",
+        "AGGREGATE",
+        "OPERATOR",
+        "COLUMN",
+        "CONSTRAINT",
+        "KEYSPACE",
+        "GLOBAL",
+        "LOCAL",
+        "UNLOGGED",
+        "VIRTUAL",
+        "DEFINER",
+        "ALGORITHM",
+        "SQL",
+        "CLUSTERED",
+        "NONCLUSTERED",
+        "FULLTEXT",
+        "SPATIAL",
+    ];
+    let Ok(statements) = tokenize(text) else {
+        return false;
+    };
+    let Some(st) = statements.first() else {
+        return false;
+    };
+    let Some(verb) = st.first() else { return false };
+    let next = |k: usize| st.get(k);
+    let next_is = |k: usize, words: &[&str]| next(k).is_some_and(|t| words.iter().any(|w| t.is(w)));
+    let punct = st
+        .iter()
+        .any(|t| matches!(t, Tok::Punct(b'*' | b'(' | b'=')));
+    let verbs: [(&str, &dyn Fn() -> bool); 21] = [
+        ("SELECT", &|| has(st, "FROM") || punct || st.len() <= 3),
+        ("INSERT", &|| next_is(1, &["INTO", "IGNORE", "OVERWRITE"])),
+        ("REPLACE", &|| next_is(1, &["INTO"])),
+        ("MERGE", &|| next_is(1, &["INTO"])),
+        // The table comes right after the verb (and its modifiers): `SET` and `FROM` further
+        // on belong to a sentence ("delete old newsletters from bob").
+        ("UPDATE", &|| st.iter().take(5).any(|t| t.is("SET"))),
+        ("DELETE", &|| {
+            st.iter()
+                .skip(1)
+                .find(|t| !(t.is("LOW_PRIORITY") || t.is("QUICK") || t.is("IGNORE")))
+                .is_some_and(|t| t.is("FROM"))
+        }),
+        ("DROP", &|| next_is(1, OBJECTS)),
+        ("CREATE", &|| next_is(1, OBJECTS)),
+        ("ALTER", &|| next_is(1, OBJECTS)),
+        ("TRUNCATE", &|| next_is(1, &["TABLE"]) || st.len() <= 3),
+        ("GRANT", &|| has(st, "ON") || has(st, "TO") && st.len() <= 4),
+        ("REVOKE", &|| {
+            has(st, "ON") || has(st, "FROM") && st.len() <= 4
+        }),
+        ("WITH", &|| has(st, "AS") && punct),
+        ("COPY", &|| {
+            (has(st, "FROM") || has(st, "TO"))
+                && st.iter().any(|t| {
+                    t.is("STDIN") || t.is("STDOUT") || t.is("PROGRAM") || matches!(t, Tok::Str(_))
+                })
+        }),
+        ("SHOW", &|| st.len() <= 3),
+        ("EXPLAIN", &|| {
+            next(1).is_some_and(|t| matches!(t, Tok::Word(w) if is_statement_keyword(w) || t.is("ANALYZE") || t.is("QUERY")))
+        }),
+        ("DESCRIBE", &|| st.len() <= 2),
+        ("PRAGMA", &|| {
+            st.len() <= 2 || matches!(next(2), Some(Tok::Punct(b'(' | b'=')))
+        }),
+        ("VACUUM", &|| st.len() <= 3),
+        ("CALL", &|| matches!(next(2), Some(Tok::Punct(b'(')))),
+        ("LOAD", &|| next_is(1, &["DATA", "EXTENSION"])),
+    ];
+    verbs
+        .iter()
+        .find(|(v, _)| verb.is(v))
+        .is_some_and(|(_, shaped)| shaped())
+}
+
 fn starts_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
@@ -490,5 +605,42 @@ mod tests {
         assert!(!looks_like_sql(
             "Summarise the open pull requests, with their authors"
         ));
+    }
+
+    #[test]
+    fn statements_have_their_verbs_structure_and_sentences_do_not() {
+        for sql in [
+            "DELETE FROM users WHERE",
+            "UPDATE users SET x = ",
+            "DROP TABLE users garbage (",
+            "drop database prod with (force) junk (",
+            "GRANT ALL ON db TO",
+            "INSERT INTO t VALUES (",
+            "TRUNCATE TABLE t junk junk",
+            "SELECT * FROM t WHERE (",
+            "PRAGMA table_info(users)",
+        ] {
+            assert!(statement_shaped(sql), "{sql}");
+        }
+        for prose in [
+            "Update the README",
+            "Update changes",
+            "delete",
+            "delete old newsletters from bob",
+            "Update the docs and then set the version",
+            "Grant access to the new hire",
+            "Drop the old branch after merging",
+            "Create a new issue for the login bug",
+            "Alter the tone of this paragraph",
+            "Show me the latest invoices from last month",
+            "Explain why the build failed",
+            "Copy the file to the shared drive",
+            "With love, from Oslo",
+            "Call mom tomorrow",
+            "Insert a picture here",
+            "Replace the logo",
+        ] {
+            assert!(!statement_shaped(prose), "{prose}");
+        }
     }
 }
