@@ -167,7 +167,14 @@ fn mcp_refuses_a_result_the_fast_path_allows_but_the_guard_flags() {
     );
     let r = mcp_call(&state, Some(&policy), HIJACK);
     assert_eq!(r["error"]["code"], -32095, "{r}");
-    assert_eq!(r["error"]["message"], "result_blocked", "{r}");
+    // The refusal a model can read (issue 22), with the guard's finding in the decision.
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("Bulwark blocked the result of echo:") && message.contains("Instead:"),
+        "{r}"
+    );
+    assert_eq!(r["error"]["data"]["rule_id"], "guard.model", "{r}");
+    assert_eq!(r["error"]["data"]["reason_code"], "INJECTION", "{r}");
     assert!(!r.to_string().contains("Roman"), "{r}");
     // A benign result still passes with the guard on.
     let ok = mcp_call(&state, Some(&policy), BENIGN);
