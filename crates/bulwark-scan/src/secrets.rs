@@ -795,10 +795,22 @@ mod tests {
     #[test]
     fn missing_classes_are_found() {
         for (text, id) in [
-            ("url=https://discord.com/api/webhooks/123456789012345678/Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7hJ2kL9zX4cV8bN1mQ6wE0rT5yU3iO", "secret.discord_webhook"),
-            ("VAULT_TOKEN=hvs.CAESIJ8rZk3Xq9vN2pL7mT4bR1cY6wE0uI5oA3sD8fG2hJ7k", "secret.vault_token"),
-            ("https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2025-01-01T00:00:00Z&sig=Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7hJ2kL9z%3D", "secret.azure_sas"),
-            (r#"{"auths": {"registry.example.io": {"auth": "ZGVwbG95OmdocF9aM3FMOXhWMnBUN21ONGJSOGNZMXdFNnVJMG9BNXNEM2ZH"}}}"#, "secret.docker_auth"),
+            (
+                "url=https://discord.com/api/webhooks/123456789012345678/Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7hJ2kL9zX4cV8bN1mQ6wE0rT5yU3iO",
+                "secret.discord_webhook",
+            ),
+            (
+                "VAULT_TOKEN=hvs.CAESIJ8rZk3Xq9vN2pL7mT4bR1cY6wE0uI5oA3sD8fG2hJ7k",
+                "secret.vault_token",
+            ),
+            (
+                "https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2025-01-01T00:00:00Z&sig=Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7hJ2kL9z%3D",
+                "secret.azure_sas",
+            ),
+            (
+                r#"{"auths": {"registry.example.io": {"auth": "ZGVwbG95OmdocF9aM3FMOXhWMnBUN21ONGJSOGNZMXdFNnVJMG9BNXNEM2ZH"}}}"#,
+                "secret.docker_auth",
+            ),
         ] {
             assert!(found(text).contains(&id), "{id}: {text} {:?}", found(text));
         }
