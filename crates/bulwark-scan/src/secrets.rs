@@ -76,7 +76,9 @@ fn credential_value(v: &[u8]) -> bool {
         return false;
     }
     let has_digit = v.iter().any(u8::is_ascii_digit);
-    !is_placeholder(v) && (has_digit || v.len() >= 16) && shannon(v) >= 2.5
+    // A provider's published sample (jwt.io's token in an `Authorization` header) is
+    // documentation, whichever rule found it.
+    !is_placeholder(v) && !published_example(v) && (has_digit || v.len() >= 16) && shannon(v) >= 2.5
 }
 
 /// Names that hold identifiers, sizes, names or public values rather than secrets
