@@ -225,13 +225,27 @@ fn gateway_maker(
                 .cloned()
                 .ok_or_else(|| format!("no pins for server {server:?}"))?;
             let digest = crate::http::id_digest(session);
+            // Stateless (2026-07-28) callers: one session per caller identity (all anonymous
+            // callers share one), whatever upstream session or core serves them now, so
+            // nothing they were tainted with is forgotten; the front names each anonymous
+            // caller's connection in its requests, and loop, rate and sequence state is that
+            // connection's (docs/mcp.md "Stateless callers").
+            let stateless = session.starts_with("stateless-");
+            let session = if stateless {
+                let who = format!("{}|{}", caller.verified, caller.id.as_deref().unwrap_or(""));
+                format!("mcp:{front}:stateless:{}", crate::http::id_digest(&who))
+            } else {
+                // Not the session id itself: that is a credential, and audit records are
+                // read by more people than hold it. Every server of one client session
+                // shares it, so taint from one server's result counts against calls to
+                // another.
+                format!("mcp:{front}:{digest}")
+            };
             let config = GatewayConfig {
                 remote: remote.contains(server),
                 server: server.to_string(),
-                // Not the session id itself: that is a credential, and audit records are read
-                // by more people than hold it. Every server of one client session shares it,
-                // so taint from one server's result counts against calls to another.
-                session: format!("mcp:{front}:{digest}"),
+                session,
+                per_caller: stateless,
                 principal: Principal {
                     id: Some(caller.id.clone().unwrap_or_else(|| format!("mcp:{front}"))),
                     verified: caller.verified,
@@ -460,6 +474,7 @@ impl Front {
                         verified: false,
                     },
                     max_pending: MAX_PENDING,
+                    per_caller: false,
                 },
                 Some(pins),
                 Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),

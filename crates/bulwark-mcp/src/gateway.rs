@@ -73,7 +73,19 @@ pub struct Config {
     /// The server is reached over the network (an HTTP upstream), not a local process:
     /// every argument sent to it leaves the machine.
     pub remote: bool,
+    /// Requests may name their caller ([`CALLER_META`], set by the HTTP front for
+    /// anonymous stateless callers): each caller's calls and results are decided in a
+    /// session of its own (loop guard, rates, sequences), whose taint is shared with
+    /// `session` both ways, so no caller sheds taint by coming back as another.
+    pub per_caller: bool,
 }
+
+/// The `_meta` member in which the HTTP front names a request's caller (its client
+/// connection). Read only when [`Config::per_caller`]; never forwarded.
+pub const CALLER_META: &str = "dev.bulwark/caller";
+
+/// The longest caller name taken from [`CALLER_META`].
+const MAX_CALLER: usize = 64;
 
 #[derive(Debug)]
 struct Pending {
@@ -82,6 +94,8 @@ struct Pending {
     tool: Option<String>,
     args: Value,
     deadline_ms: u64,
+    /// The caller's own session, when the request named one ([`Config::per_caller`]).
+    caller: Option<String>,
 }
 
 /// Ids of requests given up on (cancelled, timed out) whose answer may still come, at most.
@@ -167,7 +181,14 @@ pub struct Gateway {
     /// The definitions last listed and shown, by lower-cased name: what the engine infers
     /// an unmapped tool does, for its calls and results (issue 26).
     definitions: Mutex<HashMap<String, Definition>>,
+    /// The server's requests waiting for the client's answer, by id: which method each
+    /// asked, so the answer is decided as what it is and an answer nobody asked for is
+    /// never passed on.
+    asked: Mutex<HashMap<String, String>>,
 }
+
+/// Server requests waiting for the client's answer at once, at most.
+pub const MAX_ASKED: usize = 256;
 
 /// Most definitions remembered for inference; past it, new tools are judged without one.
 const MAX_DEFINITIONS: usize = 4096;
@@ -197,6 +218,7 @@ impl Gateway {
             listing: Mutex::new(None),
             lister: Mutex::new(None),
             definitions: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
         };
         if let Some(p) = &g.pins {
             let records = p.locked(|p| p.load())??;
@@ -379,8 +401,10 @@ impl Gateway {
         let page = match msg.pointer("/result/tools") {
             Some(Value::Array(tools)) => Ok(tools.clone()),
             _ => Err(
-                match jsonrpc::at(&msg, "/error/message").and_then(Value::as_str) {
-                    Some(m) => format!("the server refused to list its tools: {m}"),
+                // The server's own words are not passed on: they would reach the model
+                // unread. Its error code says enough.
+                match jsonrpc::at(&msg, "/error/code").and_then(Value::as_i64) {
+                    Some(code) => format!("the server refused to list its tools (error {code})"),
                     None => "the server's tools/list result has no tools array".to_string(),
                 },
             ),
@@ -568,6 +592,19 @@ impl Gateway {
         self.logged(call, ruling).decision
     }
 
+    /// [`Gateway::decide`] in the caller's own session, when there is one.
+    fn decide_for(&self, call: &Call, caller: Option<&str>, now_ms: u64) -> Decision {
+        let Some(c) = caller else {
+            return self.decide(call, now_ms);
+        };
+        let mut call = call.clone();
+        call.session = c.to_string();
+        self.taint_in(c);
+        let d = self.decide(&call, now_ms);
+        self.taint_out(c);
+        d
+    }
+
     /// One line in the log for a decision that did not simply allow.
     fn logged(&self, call: &Call, ruling: Ruling) -> Ruling {
         let d = &ruling.decision;
@@ -673,7 +710,16 @@ impl Gateway {
                     return self.elicited(eid, &msg, now_ms);
                 }
                 // The client answering a request of the server's (sampling, elicitation,
-                // roots).
+                // roots): only one the server asked, once.
+                let Some(method) = lock(&self.asked).remove(&jsonrpc::id_key(&id)) else {
+                    (self.log)(&format!(
+                        "dropped the client's answer to {id}: the server asked nothing under that id"
+                    ));
+                    return Vec::new();
+                };
+                if method == "roots/list" {
+                    return self.roots_answer(msg, id, now_ms);
+                }
                 vec![Out::Server(msg)]
             }
         }
@@ -690,6 +736,7 @@ impl Gateway {
         approved: Option<String>,
     ) -> Vec<Out> {
         let key = jsonrpc::id_key(&id);
+        let caller = self.caller_of(&msg);
         if method == "initialize" {
             let elicits = jsonrpc::at(&msg, "/params/capabilities/elicitation").is_some();
             self.elicits
@@ -740,6 +787,10 @@ impl Gateway {
             };
             self.refresh_pins();
             let mut call = self.call(&name, Direction::Request);
+            if let Some(c) = &caller {
+                call.session = c.clone();
+                self.taint_in(c);
+            }
             call.args = arguments.clone();
             call.definition = self.definition_of(&name);
             // A tool withheld from the list is refused before the engine sees the call (so the
@@ -802,6 +853,9 @@ impl Gateway {
                 .approved(approved)
                 .answer(answer)
                 .decide();
+            if let Some(c) = &caller {
+                self.taint_out(c);
+            }
             let ruling = self.logged(&call, ruling);
             let d = ruling.decision;
             if let Some(Approval::Pending(r)) = ruling.approval {
@@ -847,6 +901,7 @@ impl Gateway {
                 "arguments": jsonrpc::at(&msg, "/params/arguments").cloned().unwrap_or(Value::Null),
             });
         }
+        strip_caller(&mut msg);
         self.pending().insert(
             key,
             Pending {
@@ -855,9 +910,49 @@ impl Gateway {
                 tool,
                 args,
                 deadline_ms: now_ms.saturating_add(self.timeout_ms()),
+                caller,
             },
         );
         vec![Out::Server(msg)]
+    }
+
+    /// The session of the caller a request names, when this gateway keeps callers apart.
+    fn caller_of(&self, msg: &Value) -> Option<String> {
+        if !self.config.per_caller {
+            return None;
+        }
+        let name = msg
+            .pointer("/params/_meta")
+            .and_then(|m| m.get(CALLER_META))
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty() && c.len() <= MAX_CALLER)?;
+        Some(format!("{}:{name}", self.config.session))
+    }
+
+    /// What the shared session is tainted with, the caller's session is too.
+    fn taint_in(&self, caller: &str) {
+        match self.gate.taint(&self.config.session) {
+            Ok(t) if !t.is_empty() => {
+                if let Err(e) = self.gate.add_taint(caller, t) {
+                    (self.log)(&format!("cannot carry taint to a caller's session: {e}"));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => (self.log)(&format!("cannot read the shared taint: {e}")),
+        }
+    }
+
+    /// What the caller's session was tainted with, the shared session is too.
+    fn taint_out(&self, caller: &str) {
+        match self.gate.taint(caller) {
+            Ok(t) if !t.is_empty() => {
+                if let Err(e) = self.gate.add_taint(&self.config.session, t) {
+                    (self.log)(&format!("cannot carry a caller's taint back: {e}"));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => (self.log)(&format!("cannot read a caller's taint: {e}")),
+        }
     }
 
     /// A frame from the server.
@@ -930,7 +1025,16 @@ impl Gateway {
             {
                 self.server_request(msg, id, &method, now_ms)
             }
-            Kind::Request { .. } | Kind::Notification { .. } => vec![Out::Client(msg)],
+            Kind::Request { id, method } => self.ask_client(msg, &id, &method),
+            Kind::Notification { method } => {
+                if method == "notifications/cancelled"
+                    && let Some(req) = jsonrpc::at(&msg, "/params/requestId")
+                {
+                    // The server gave up on a question of its own: no answer is due.
+                    lock(&self.asked).remove(&jsonrpc::id_key(req));
+                }
+                vec![Out::Client(msg)]
+            }
             Kind::Response { id } => {
                 let key = jsonrpc::id_key(&id);
                 let Some(p) = self.pending().remove(&key) else {
@@ -983,7 +1087,7 @@ impl Gateway {
         }
         let d = self.decide(&call, now_ms);
         if d.decision <= Verdict::Warn {
-            return vec![Out::Client(msg)];
+            return self.ask_client(msg, &id, method);
         }
         // To the server, not a model: the class of refusal and the decision, not advice.
         let (code, message) = enforce::code_for(&d, Direction::Response);
@@ -993,6 +1097,53 @@ impl Gateway {
             message,
             serde_json::to_value(&d).ok(),
         ))]
+    }
+
+    /// Passes a server request on to the client, remembering what it asked (bounded: past
+    /// [`MAX_ASKED`] unanswered, the server is told to wait).
+    fn ask_client(&self, msg: Value, id: &Value, method: &str) -> Vec<Out> {
+        let mut asked = lock(&self.asked);
+        let key = jsonrpc::id_key(id);
+        if asked.contains_key(&key) || asked.len() >= MAX_ASKED {
+            let why = if asked.contains_key(&key) {
+                format!("request id {key} is already waiting for the client's answer")
+            } else {
+                format!("{MAX_ASKED} requests already wait for the client's answer")
+            };
+            drop(asked);
+            (self.log)(&format!("refused the server's {method}: {why}"));
+            return vec![Out::Server(jsonrpc::error(id, -32000, &why, None))];
+        }
+        asked.insert(key, method.to_string());
+        vec![Out::Client(msg)]
+    }
+
+    /// The client's roots, on their way to the server: the names and URIs of the user's
+    /// folders, read like any text leaving the client (a credential in a name is masked);
+    /// refused, the server gets an error instead of the list.
+    fn roots_answer(&self, mut msg: Value, id: Value, now_ms: u64) -> Vec<Out> {
+        let Some(result) = msg.get("result").cloned() else {
+            return vec![Out::Server(msg)];
+        };
+        let mut call = self.call("roots/list", Direction::Response);
+        call.result = Some(result);
+        let d = self.decide(&call, now_ms);
+        match (d.decision, d.masked) {
+            (Verdict::Allow | Verdict::Warn, _) => vec![Out::Server(msg)],
+            (Verdict::Mask, Some(masked)) => {
+                msg["result"] = masked;
+                vec![Out::Server(msg)]
+            }
+            _ => {
+                (self.log)(&format!("withheld the client's roots: {}", d.reason));
+                vec![Out::Server(jsonrpc::error(
+                    &id,
+                    jsonrpc::INTERNAL_ERROR,
+                    "the client's roots were withheld by its gateway",
+                    None,
+                ))]
+            }
+        }
     }
 
     /// A log line or a progress message: text the client shows its user, and may hand its
@@ -1023,7 +1174,7 @@ impl Gateway {
         call.args = p.args.clone();
         call.result = msg.get("error").cloned();
         call.definition = p.tool.as_deref().and_then(|t| self.definition_of(t));
-        let d = self.decide(&call, now_ms);
+        let d = self.decide_for(&call, p.caller.as_deref(), now_ms);
         match (d.decision, d.masked.clone()) {
             (Verdict::Allow | Verdict::Warn, _) => msg,
             (Verdict::Mask, Some(masked)) => {
@@ -1047,7 +1198,7 @@ impl Gateway {
                 call.args = p.args.clone();
                 call.result = msg.get("result").cloned();
                 call.definition = p.tool.as_deref().and_then(|t| self.definition_of(t));
-                let d = self.decide(&call, now_ms);
+                let d = self.decide_for(&call, p.caller.as_deref(), now_ms);
                 match d.decision {
                     Verdict::Allow | Verdict::Warn => msg,
                     Verdict::Mask => match d.masked {
@@ -1572,6 +1723,24 @@ impl Gateway {
 
 /// Whether a call sends what it carries off the machine: a network or messaging capability,
 /// or a destination.
+/// Takes out the caller's name the HTTP front put in a request: it is for the gateway, not
+/// the server (an empty `_meta` left behind goes too).
+fn strip_caller(msg: &mut Value) {
+    let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let empty = match params.get_mut("_meta").and_then(Value::as_object_mut) {
+        Some(meta) => {
+            meta.remove(CALLER_META);
+            meta.is_empty()
+        }
+        None => false,
+    };
+    if empty {
+        params.remove("_meta");
+    }
+}
+
 fn leaves_machine(d: &Decision) -> bool {
     d.capabilities.has_family("net")
         || d.capabilities.contains(bulwark_policy::Capability::MsgSend)
@@ -1605,6 +1774,7 @@ mod tests {
                 principal: Principal::default(),
                 max_pending,
                 remote: false,
+                per_caller: false,
             },
             None,
             Box::new(|_| {}),
@@ -1786,6 +1956,107 @@ mod tests {
         assert_eq!(client(&g, reply.clone()), vec![Out::Server(reply)]);
         let progress = json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}});
         assert_eq!(server(&g, progress.clone()), vec![Out::Client(progress)]);
+    }
+
+    #[test]
+    fn only_answers_to_the_servers_own_questions_reach_it_and_roots_are_read() {
+        let g = gateway(Policy::builtin().unwrap(), 8);
+        // Nobody asked: dropped.
+        let forged = json!({"jsonrpc":"2.0","id":"x","result":{}});
+        assert!(client(&g, forged).is_empty());
+        // The roots the client names go to the server with a credential masked.
+        let ask = json!({"jsonrpc":"2.0","id":"r1","method":"roots/list"});
+        assert_eq!(server(&g, ask.clone()), vec![Out::Client(ask)]);
+        let roots = json!({"jsonrpc":"2.0","id":"r1","result":{"roots":[
+            {"uri":"file:///work/app","name":"app (token AKIAZ7KDPQXL4MWN3BVC)"}]}});
+        let outs = client(&g, roots);
+        let [Out::Server(v)] = &outs[..] else {
+            panic!("{outs:?}")
+        };
+        assert_eq!(v["result"]["roots"][0]["uri"], "file:///work/app");
+        assert!(!v.to_string().contains("AKIAZ7KDPQXL4MWN3BVC"), "{v}");
+        // Answered once: a second answer under the same id is dropped.
+        assert!(client(&g, json!({"jsonrpc":"2.0","id":"r1","result":{"roots":[]}})).is_empty());
+        // Bounded: past MAX_ASKED unanswered questions the server is told to wait.
+        for i in 0..MAX_ASKED {
+            let ask = json!({"jsonrpc":"2.0","id":i,"method":"roots/list"});
+            assert!(matches!(&server(&g, ask)[..], [Out::Client(_)]));
+        }
+        let over = json!({"jsonrpc":"2.0","id":"over","method":"roots/list"});
+        assert!(matches!(&server(&g, over)[..], [Out::Server(e)] if e["error"]["code"] == -32000));
+        // A question the server cancels frees its place.
+        server(
+            &g,
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}),
+        );
+        let again = json!({"jsonrpc":"2.0","id":"again","method":"roots/list"});
+        assert!(matches!(&server(&g, again)[..], [Out::Client(_)]));
+    }
+
+    fn as_caller(id: u64, who: &str) -> Value {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"read_doc",
+            "arguments":{"q":"same"},"_meta":{"dev.bulwark/caller": who}}})
+    }
+
+    #[test]
+    fn named_callers_have_their_own_loop_guard_and_share_taint() {
+        let mut g = gateway(Policy::builtin().unwrap(), 64);
+        g.config.per_caller = true;
+        listed(&g, &["read_doc"]);
+        let mut id = 0;
+        let mut ask = |g: &Gateway, who: &str, answer: &str| -> Option<Value> {
+            id += 1;
+            let outs = client(g, as_caller(id, who));
+            let [Out::Server(sent)] = &outs[..] else {
+                return None;
+            };
+            // The caller's name is the gateway's, never the server's.
+            assert!(!sent.to_string().contains("dev.bulwark/caller"), "{sent}");
+            assert!(sent["params"].get("_meta").is_none(), "{sent}");
+            let r = json!({"jsonrpc":"2.0","id":id,"result":{"content":[{"type":"text","text":answer}]}});
+            let outs = server(g, r);
+            let [Out::Client(v)] = &outs[..] else {
+                panic!("{outs:?}")
+            };
+            Some(v.clone())
+        };
+        // Four identical calls each, from two callers: no loop (the guard trips at five).
+        for n in 0..4 {
+            assert!(ask(&g, "conn-1", &format!("a{n}")).is_some());
+            assert!(ask(&g, "conn-2", &format!("b{n}")).is_some());
+        }
+        // The fifth from one caller is a loop.
+        assert!(ask(&g, "conn-1", "a4").is_none());
+        // A credential one caller was shown taints every caller's session.
+        let key = "AKIAZ7KDPQXL4MWN3BVC";
+        let v = ask(&g, "conn-3", &format!("key {key}")).unwrap();
+        assert!(!v.to_string().contains(key), "{v}");
+        let private = bulwark_policy::Taint::PrivateData;
+        assert!(g.gate.taint("s").unwrap().contains(private));
+        assert!(ask(&g, "conn-4", "c").is_some());
+        assert!(g.gate.taint("s:conn-4").unwrap().contains(private));
+    }
+
+    #[test]
+    fn a_caller_named_where_callers_are_not_kept_apart_is_ignored_and_dropped() {
+        let g = gateway(Policy::builtin().unwrap(), 64);
+        listed(&g, &["read_doc"]);
+        for id in 1..=4 {
+            let outs = client(&g, as_caller(id, &format!("conn-{id}")));
+            let [Out::Server(sent)] = &outs[..] else {
+                panic!("{outs:?}")
+            };
+            assert!(!sent.to_string().contains("dev.bulwark/caller"), "{sent}");
+            server(
+                &g,
+                json!({"jsonrpc":"2.0","id":id,"result":{"content":[{"type":"text","text":id.to_string()}]}}),
+            );
+        }
+        // One session: the fifth identical call is a loop whatever caller it names.
+        assert!(matches!(
+            &client(&g, as_caller(5, "conn-9"))[..],
+            [Out::Client(_)]
+        ));
     }
 
     #[test]

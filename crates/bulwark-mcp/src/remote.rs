@@ -43,6 +43,15 @@ const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-v
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const JSON_OR_EVENTS: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const EVENTS: HeaderValue = HeaderValue::from_static("text/event-stream");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// Times one answer's stream is resumed (SEP-1699) before the request fails.
+pub const MAX_RESUMES: usize = 8;
+/// The longest `retry` wait honoured before a resumption; a server asking for more gets
+/// this (the request's own deadline still applies).
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
+/// The wait before a resumption when the server named none.
+const DEFAULT_RETRY_WAIT: Duration = Duration::from_secs(1);
 
 /// Extra HTTP headers for particular upstream requests, by request id: the `Mcp-Param-*`
 /// headers of a 2026-07-28 client's call, passed on with that call's POST so that routers
@@ -509,7 +518,10 @@ impl Upstream {
             return;
         }
         let answered = if resp.is_events() {
-            self.read_events(resp.body, initialize, id.as_ref()).await
+            let mut events = Events::default();
+            self.read_events(resp.body, initialize, id.as_ref(), &mut events, false)
+                .await
+                || self.resume(&mut events, id.as_ref()).await
         } else {
             match read_limited(resp.body).await {
                 Some(v) => {
@@ -539,16 +551,69 @@ impl Upstream {
         }
     }
 
-    /// Reads an SSE body to its end, emitting every message. Whether an answer (a response)
-    /// was among them.
+    /// An answer's stream ended without the answer, after the server gave it an event id
+    /// (a priming event, SEP-1699): the server expects the client to come back for the
+    /// rest with GET and `Last-Event-ID` once `retry` has passed. Resumed so, at most
+    /// [`MAX_RESUMES`] times and waiting at most [`MAX_RETRY_WAIT`] each time; whether the
+    /// answer came. Without an event id there is nothing to resume: the request fails.
+    async fn resume(&self, events: &mut Events, id: Option<&Value>) -> bool {
+        for attempt in 1..=MAX_RESUMES {
+            let Some(last) = events.last_id.clone() else {
+                return false;
+            };
+            let Ok(last) = HeaderValue::from_str(&last) else {
+                (self.log)(
+                    "the upstream's event id is no header value; its answer cannot be resumed",
+                );
+                return false;
+            };
+            let wait = events
+                .retry_ms
+                .map_or(DEFAULT_RETRY_WAIT, Duration::from_millis)
+                .min(MAX_RETRY_WAIT);
+            tokio::time::sleep(wait).await;
+            let mut headers = self.headers(EVENTS);
+            headers.push((LAST_EVENT_ID, last));
+            let resp = match self.send(Method::GET, headers, Vec::new()).await {
+                Ok(r) => r,
+                Err(e) => {
+                    (self.log)(&format!(
+                        "resuming an answer's stream (attempt {attempt}): {}",
+                        e.describe()
+                    ));
+                    continue;
+                }
+            };
+            if !resp.status.is_success() || !resp.is_events() {
+                (self.log)(&format!(
+                    "the upstream answered HTTP {} to resuming an answer's stream",
+                    resp.status
+                ));
+                return false;
+            }
+            if self.read_events(resp.body, false, id, events, true).await {
+                return true;
+            }
+        }
+        (self.log)(&format!(
+            "an answer's stream was resumed {MAX_RESUMES} times without the answer"
+        ));
+        false
+    }
+
+    /// Reads an SSE body, emitting every message, to its end — or, when `resumed`, to the
+    /// answer to `id` (a resumed stream may stay open after it; an answer's own stream is
+    /// read to its end, so its connection can be kept). Whether the answer was among them.
+    /// `events` keeps the last event id and `retry` the server gave, for resuming.
     async fn read_events(
         &self,
         mut body: client::Body,
         initialize: bool,
         id: Option<&Value>,
+        events: &mut Events,
+        resumed: bool,
     ) -> bool {
         let mut answered = false;
-        let mut events = Events::default();
         while let Some(chunk) = body.chunk().await {
             let Ok(chunk) = chunk else { break };
             for (_, data) in events.feed(&chunk) {
@@ -563,6 +628,11 @@ impl Upstream {
             }
             if events.overflowed {
                 (self.log)("the upstream sent an SSE event over the size limit; stream dropped");
+                // Not resumed: the same event would come again.
+                events.last_id = None;
+                break;
+            }
+            if answered && resumed {
                 break;
             }
         }
@@ -579,7 +649,8 @@ impl Upstream {
             return;
         };
         if resp.status.is_success() {
-            self.read_events(resp.body, false, None).await;
+            self.read_events(resp.body, false, None, &mut Events::default(), false)
+                .await;
         }
     }
 
@@ -629,7 +700,14 @@ struct Events {
     data: String,
     event: String,
     overflowed: bool,
+    /// The last event id the server gave (bounded), for `Last-Event-ID`.
+    last_id: Option<String>,
+    /// The server's last `retry` (milliseconds).
+    retry_ms: Option<u64>,
 }
+
+/// The longest event id kept.
+const MAX_EVENT_ID: usize = 256;
 
 impl Events {
     /// The events completed by `bytes`: (event type, data).
@@ -658,6 +736,17 @@ impl Events {
             let text = String::from_utf8_lossy(&line);
             if let Some(rest) = text.strip_prefix("event:") {
                 self.event = rest.trim().chars().take(64).collect();
+            } else if let Some(rest) = text.strip_prefix("id:") {
+                // As the SSE rules say: an id with NUL in it is ignored; a long one too.
+                let v = rest.strip_prefix(' ').unwrap_or(rest);
+                if !v.contains('\0') && v.len() <= MAX_EVENT_ID {
+                    self.last_id = Some(v.to_string());
+                }
+            } else if let Some(rest) = text.strip_prefix("retry:") {
+                let v = rest.strip_prefix(' ').unwrap_or(rest);
+                if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+                    self.retry_ms = v.parse().ok();
+                }
             } else if let Some(rest) = text.strip_prefix("data:") {
                 if !self.data.is_empty() {
                     self.data.push('\n');
@@ -904,6 +993,21 @@ mod tests {
                 "cut {cut}"
             );
         }
+    }
+
+    #[test]
+    fn sse_ids_and_retry_are_kept_for_resuming() {
+        let mut e = Events::default();
+        assert!(e.feed(b"id: event-1\nretry: 500\ndata: \n\n").is_empty());
+        assert_eq!(e.last_id.as_deref(), Some("event-1"));
+        assert_eq!(e.retry_ms, Some(500));
+        e.feed(b"retry: soon\nid: a\0b\n\n");
+        assert_eq!(
+            (e.last_id.as_deref(), e.retry_ms),
+            (Some("event-1"), Some(500))
+        );
+        e.feed(format!("id: {}\n\n", "x".repeat(MAX_EVENT_ID + 1)).as_bytes());
+        assert_eq!(e.last_id.as_deref(), Some("event-1"));
     }
 
     #[test]

@@ -7,209 +7,15 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::http::*;
 use common::*;
 use serde_json::{Value, json};
-
-/// `bulwark mcp --listen 127.0.0.1:0` around a server.
-struct HttpGateway {
-    child: Child,
-    addr: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl HttpGateway {
-    fn start(state: &Path, extra: &[&str], server: &[&str]) -> HttpGateway {
-        HttpGateway::start_env(state, extra, server, &[])
-    }
-
-    fn start_env(
-        state: &Path,
-        extra: &[&str],
-        server: &[&str],
-        envs: &[(&str, &str)],
-    ) -> HttpGateway {
-        let mut child = Command::new(BIN)
-            .args(["mcp", "--state-dir", state.to_str().unwrap()])
-            .args(["--listen", "127.0.0.1:0"])
-            .args(extra)
-            .arg("--")
-            .args(server)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .envs(envs.iter().copied())
-            .spawn()
-            .unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&log);
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.split("listening on http://").nth(1) {
-                    let _ = tx.send(rest.trim_end_matches("/mcp").to_string());
-                }
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(20))
-            .unwrap_or_else(|_| panic!("the gateway did not start: {}", log.lock().unwrap()));
-        HttpGateway { child, addr, log }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-}
-
-impl Drop for HttpGateway {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("gateway log:\n{}", self.log.lock().unwrap());
-        }
-        // SIGTERM, so the gateway ends its servers' process groups.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let until = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < until {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[derive(Debug)]
-struct Resp {
-    status: u16,
-    headers: BTreeMap<String, String>,
-    body: String,
-}
-
-impl Resp {
-    /// The JSON-RPC messages in the body: the body itself, or each SSE `data:` line.
-    fn messages(&self) -> Vec<Value> {
-        if self.headers.get("content-type").map(String::as_str) == Some("text/event-stream") {
-            self.body
-                .lines()
-                .filter_map(|l| l.strip_prefix("data: "))
-                .filter(|d| !d.trim().is_empty())
-                .map(|d| serde_json::from_str(d).unwrap())
-                .collect()
-        } else {
-            vec![serde_json::from_str(&self.body).unwrap_or(Value::Null)]
-        }
-    }
-}
-
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let Some(end) = raw.windows(2).position(|w| w == b"\r\n") else {
-            return out;
-        };
-        let size = usize::from_str_radix(std::str::from_utf8(&raw[..end]).unwrap().trim(), 16)
-            .unwrap_or(0);
-        if size == 0 {
-            return out;
-        }
-        let start = end + 2;
-        let stop = (start + size).min(raw.len());
-        out.extend_from_slice(&raw[start..stop]);
-        raw = raw.get(stop + 2..).unwrap_or(&[]);
-    }
-}
-
-fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    s.write_all(req.as_bytes()).unwrap();
-    s
-}
-
-fn parse(raw: &[u8]) -> Resp {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers: BTreeMap<String, String> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    let rest = &raw[split + 4..];
-    let body = if headers.get("transfer-encoding").map(String::as_str) == Some("chunked") {
-        dechunk(rest)
-    } else {
-        rest.to_vec()
-    };
-    Resp {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&body).to_string(),
-    }
-}
-
-/// One whole HTTP exchange.
-fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
-    let mut s = send(addr, method, path, headers, body);
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    parse(&raw)
-}
-
-/// Reads from `s` until `want` appears (or 20 s pass); returns what was read.
-fn read_until(s: &mut TcpStream, want: &str) -> String {
-    let mut raw = Vec::new();
-    let until = Instant::now() + Duration::from_secs(20);
-    let mut buf = [0u8; 4096];
-    while Instant::now() < until {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => raw.extend_from_slice(&buf[..n]),
-            Err(_) => break,
-        }
-        if String::from_utf8_lossy(&raw).contains(want) {
-            break;
-        }
-    }
-    String::from_utf8_lossy(&raw).to_string()
-}
-
-const JSON_SSE: (&str, &str) = ("Accept", "application/json, text/event-stream");
-const CT: (&str, &str) = ("Content-Type", "application/json");
 
 fn initialize(addr: &str) -> String {
     let r = http(
@@ -784,6 +590,72 @@ fn the_conformance_suite_scores_no_lower_through_the_gateway() {
     }
 }
 
+#[test]
+fn an_answer_stream_the_upstream_ends_early_is_resumed_as_the_suite_expects() {
+    // The suite's client-mode sse-retry scenario (SEP-1699): its server ends the tools/call
+    // stream after a priming event (id + retry: 500) and answers on a GET carrying
+    // Last-Event-ID. The client is the official Python SDK, through `bulwark mcp
+    // --listen --upstream-url` in front of the scenario's server.
+    let state = scratch();
+    let out = scratch();
+    let command = format!(
+        "{} {}",
+        python().display(),
+        peers_dir().join("gated_client.py").display()
+    );
+    let o = Command::new(node22())
+        .arg(conformance())
+        .args([
+            "client",
+            "--command",
+            &command,
+            "--scenario",
+            "sse-retry",
+            "-o",
+        ])
+        .arg(&out)
+        .env("BULWARK_BIN", BIN)
+        .env("BULWARK_STATE", &state)
+        .output()
+        .unwrap();
+    let mut checks = BTreeMap::new();
+    let mut said = String::new();
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let dir = entry.unwrap().path();
+        said.push_str(&std::fs::read_to_string(dir.join("stdout.txt")).unwrap_or_default());
+        said.push_str(&std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default());
+        let Ok(text) = std::fs::read_to_string(dir.join("checks.json")) else {
+            continue;
+        };
+        for c in serde_json::from_str::<Vec<Value>>(&text).unwrap() {
+            checks.insert(
+                c["id"].as_str().unwrap().to_string(),
+                (c["status"].clone(), c["errorMessage"].clone()),
+            );
+        }
+    }
+    let report = format!(
+        "{checks:?}\nclient: {said}\nsuite: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    for id in [
+        "client-sse-graceful-reconnect",
+        "client-sse-retry-timing",
+        "client-sse-last-event-id",
+    ] {
+        assert_eq!(
+            checks.get(id).map(|(s, _)| s.clone()),
+            Some(json!("SUCCESS")),
+            "{id}: {report}"
+        );
+    }
+    // And the client got the answer that came on the resumed stream.
+    assert!(
+        said.contains("Reconnection test completed successfully"),
+        "{report}"
+    );
+}
+
 /// Starts a Python peer that takes a port file as its first argument; returns it and its
 /// port.
 fn python_peer(dir: &Path, script: &str, args: &[&str]) -> (Peer, String) {
@@ -854,9 +726,16 @@ fn a_2026_server_gets_2026_requests_as_they_are_and_decisions_still_apply() {
     let d = post_stateless(&gw.addr, json!(6), "server/discover", json!({}));
     let d = &d.messages()[0];
     assert_eq!(d["id"], 6, "{d}");
+    // The versions the gateway speaks (as its -32022 lists them), not the upstream's.
     assert_eq!(
         d["result"]["supportedVersions"],
-        json!(["2026-07-28"]),
+        json!([
+            "2026-07-28",
+            "2025-11-25",
+            "2025-06-18",
+            "2025-03-26",
+            "2024-11-05"
+        ]),
         "{d}"
     );
     assert!(d["result"]["capabilities"]["tools"].is_object(), "{d}");
@@ -871,7 +750,7 @@ fn a_2026_server_gets_2026_requests_as_they_are_and_decisions_still_apply() {
         "bulwark-modern-test"
     );
     // The server's own header checks answer as the server answers.
-    let call = stateless(
+    let call = stateless_body(
         json!(7),
         "tools/call",
         json!({"name": "route", "arguments": {"region": "eu-west", "query": "q"}}),
@@ -1037,11 +916,11 @@ fn a_remote_server_gets_no_client_credentials_and_internal_ones_need_permission(
         "POST",
         "/mcp",
         &[stateless_headers("tools/list", None), vec![auth]].concat(),
-        &stateless(json!(10), "tools/list", json!({})),
+        &stateless_body(json!(10), "tools/list", json!({})),
     );
     assert_eq!(list.status, 200, "{list:?}");
     let route = |id: u64, params: &[(&str, &str)], region: Value| {
-        let call = stateless(
+        let call = stateless_body(
             json!(id),
             "tools/call",
             json!({"name": "route", "arguments": {"region": region, "query": "q"}}),
@@ -1162,37 +1041,6 @@ fn a_remote_server_gets_no_client_credentials_and_internal_ones_need_permission(
     );
 }
 
-fn stateless_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
-    let mut h = vec![
-        CT,
-        JSON_SSE,
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", method),
-    ];
-    if let Some(n) = name {
-        h.push(("Mcp-Name", n));
-    }
-    h
-}
-
-/// POSTs a stateless request of `method` (no `Mcp-Name`) to the gateway at `addr`.
-fn post_stateless(addr: &str, id: Value, method: &str, params: Value) -> Resp {
-    http(
-        addr,
-        "POST",
-        "/mcp",
-        &stateless_headers(method, None),
-        &stateless(id, method, params),
-    )
-}
-
-fn stateless(id: Value, method: &str, params: Value) -> String {
-    let mut p = params;
-    p["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}});
-    json!({"jsonrpc":"2.0","id":id,"method":method,"params":p}).to_string()
-}
-
 #[test]
 fn a_2026_client_is_served_in_front_of_a_legacy_only_server() {
     let server = node_server("server-everything");
@@ -1233,7 +1081,7 @@ fn stateless_requests_are_checked_against_their_headers() {
         "no change notifications are offered: {d}"
     );
     // A tool call: the client's own id comes back, with resultType.
-    let call = stateless(
+    let call = stateless_body(
         json!("c1"),
         "tools/call",
         json!({"name":"echo","arguments":{"message":"hi"}}),
@@ -1273,7 +1121,7 @@ fn stateless_requests_are_checked_against_their_headers() {
         "POST",
         "/mcp",
         &stateless_headers("prompts/list", None),
-        &stateless(json!(3), "tools/list", json!({})),
+        &stateless_body(json!(3), "tools/list", json!({})),
     );
     assert_eq!(
         (r.status, r.messages()[0]["error"]["code"].clone()),
@@ -1301,7 +1149,7 @@ fn stateless_requests_are_checked_against_their_headers() {
         -32020,
         "Mcp-Name is required: {r:?}"
     );
-    let v999 = stateless(json!(4), "tools/list", json!({})).replace("2026-07-28", "v999.0.0");
+    let v999 = stateless_body(json!(4), "tools/list", json!({})).replace("2026-07-28", "v999.0.0");
     let mut h = stateless_headers("tools/list", None);
     h[2] = ("MCP-Protocol-Version", "v999.0.0");
     let r = http(a, "POST", "/mcp", &h, &v999);
@@ -1321,7 +1169,7 @@ fn stateless_requests_are_checked_against_their_headers() {
             "POST",
             "/mcp",
             &stateless_headers(m, None),
-            &stateless(json!(9), m, json!({})),
+            &stateless_body(json!(9), m, json!({})),
         );
         assert_eq!(r.status, 404, "{m}: {r:?}");
         assert_eq!(r.messages()[0]["error"]["code"], -32601, "{m}");
@@ -1353,7 +1201,7 @@ fn stateless_requests_are_checked_against_their_headers() {
     let listed = r.messages().into_iter().last().unwrap();
     assert_eq!(listed["result"]["ttlMs"], 0, "{listed}");
     assert_eq!(listed["result"]["cacheScope"], "private");
-    let bad = stateless(
+    let bad = stateless_body(
         json!(5),
         "tools/call",
         json!({"name":"get-sum","arguments":{"a":"two"}}),
@@ -1798,7 +1646,7 @@ fn closing_a_stateless_response_stream_cancels_the_call_upstream() {
     let a = gw.addr.as_str();
     let r = post_stateless(a, json!(1), "tools/list", json!({}));
     assert_eq!(r.status, 200, "{r:?}");
-    let call = stateless(
+    let call = stateless_body(
         json!(2),
         "tools/call",
         json!({"name": "slow", "arguments": {}}),

@@ -1,5 +1,6 @@
 //! The calls the engine benches run: a short shell command, a 1 KB SQL statement, a URL
-//! fetch and a 10 KB tool result, each spread over 1000 sessions so rate limits and the
+//! fetch and a 10 KB tool result (as one content item, and as four, which are also read
+//! joined), each spread over 1000 sessions so rate limits and the
 //! loop guard stay out of the way (as they would for real traffic).
 #![allow(clippy::unwrap_used, dead_code)]
 
@@ -42,6 +43,19 @@ pub fn all() -> Vec<Workload> {
         n += 1;
     }
     let result = json!({"content": [{"type": "text", "text": text}]});
+    // The same text as four items: read each, and once more joined (issue 22).
+    let quarter = text.len() / 4;
+    let cut = |i: usize| {
+        let mut at = (i * quarter).min(text.len());
+        while !text.is_char_boundary(at) {
+            at += 1;
+        }
+        at
+    };
+    let items: Vec<Value> = (0..4)
+        .map(|i| json!({"type": "text", "text": &text[cut(i)..if i == 3 { text.len() } else { cut(i + 1) }]}))
+        .collect();
+    let result_items = json!({"content": items});
     vec![
         spread(
             "shell_short",
@@ -62,6 +76,11 @@ pub fn all() -> Vec<Workload> {
             "result_10kb",
             |s| Call::response(s, "fetch", fetch.clone(), result.clone()),
             json!({"tool": "fetch", "result": result}),
+        ),
+        spread(
+            "result_10kb_4_items",
+            |s| Call::response(s, "fetch", fetch.clone(), result_items.clone()),
+            json!({"tool": "fetch", "result": result_items}),
         ),
     ]
 }

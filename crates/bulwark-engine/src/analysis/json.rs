@@ -59,6 +59,52 @@ fn walk_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
+/// Member names whose string values label an item rather than say something (`"type":
+/// "text"`, a MIME type, a URI, a role) or hold data no one reads as text (`blob`).
+const LABEL_KEYS: &[&str] = &[
+    "type",
+    "mimeType",
+    "mime_type",
+    "uri",
+    "role",
+    "audience",
+    "id",
+    "blob",
+];
+
+/// The indices (as [`strings`] orders them) of the string leaves that are text someone
+/// reads: every string but those under [`LABEL_KEYS`] and an image's or audio's `data`.
+/// A result's text blocks, resource texts, `structuredContent` fields and error data, in
+/// document order.
+pub fn prose_indices(v: &Value) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut n = 0;
+    walk_prose(v, false, &mut n, &mut out);
+    out
+}
+
+fn walk_prose(v: &Value, label: bool, n: &mut usize, out: &mut Vec<usize>) {
+    match v {
+        Value::String(_) => {
+            if !label {
+                out.push(*n);
+            }
+            *n += 1;
+        }
+        Value::Array(a) => a.iter().for_each(|x| walk_prose(x, label, n, out)),
+        Value::Object(o) => {
+            // An image or audio item's `data` is base64 beside its `mimeType`, not text
+            // (an error's or a log line's `data` is).
+            let binary = o.contains_key("mimeType");
+            for (k, x) in o {
+                let label = LABEL_KEYS.contains(&k.as_str()) || (binary && k == "data");
+                walk_prose(x, label, n, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Every object key in the document, one per line: text a server chose, which a model
 /// reads (a schema's property names, a result's field names) and which can carry
 /// instructions or a secret as well as any value can.
@@ -187,12 +233,20 @@ fn key_means(key: &str, want: &str) -> bool {
 /// document — nested objects and arrays included — with the members of arrays of strings;
 /// bounded in depth and number.
 pub fn fields_deep<'a>(v: &'a Value, keys: &[&str]) -> Vec<&'a str> {
+    fields_deep_named(v, keys)
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect()
+}
+
+/// [`fields_deep`] with the name each string was found under.
+pub fn fields_deep_named<'a>(v: &'a Value, keys: &[&str]) -> Vec<(&'a str, &'a str)> {
     let mut out = Vec::new();
     walk_fields(v, keys, 0, &mut out);
     out
 }
 
-fn walk_fields<'a>(v: &'a Value, keys: &[&str], depth: usize, out: &mut Vec<&'a str>) {
+fn walk_fields<'a>(v: &'a Value, keys: &[&str], depth: usize, out: &mut Vec<(&'a str, &'a str)>) {
     if depth > DEEP_DEPTH || out.len() >= DEEP_MAX {
         return;
     }
@@ -201,8 +255,10 @@ fn walk_fields<'a>(v: &'a Value, keys: &[&str], depth: usize, out: &mut Vec<&'a 
             for (k, x) in o {
                 if keys.iter().any(|w| key_means(k, w)) {
                     match x {
-                        Value::String(s) => out.push(s.as_str()),
-                        Value::Array(a) => out.extend(a.iter().filter_map(Value::as_str)),
+                        Value::String(s) => out.push((k.as_str(), s.as_str())),
+                        Value::Array(a) => {
+                            out.extend(a.iter().filter_map(Value::as_str).map(|s| (k.as_str(), s)))
+                        }
                         _ => {}
                     }
                 }
@@ -217,6 +273,17 @@ fn walk_fields<'a>(v: &'a Value, keys: &[&str], depth: usize, out: &mut Vec<&'a 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn prose_is_every_string_but_labels() {
+        let v = json!({"content": [{"type": "text", "text": "a"},
+            {"type": "resource", "resource": {"uri": "file:///x", "mimeType": "text/plain", "text": "b"}},
+            {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}],
+            "structuredContent": {"note": "c", "tags": ["d"]}});
+        let all = strings(&v);
+        let prose: Vec<&str> = prose_indices(&v).into_iter().map(|i| all[i]).collect();
+        assert_eq!(prose, ["a", "b", "c", "d"]);
+    }
+
     #[test]
     fn names_that_carry_a_command_are_found_wherever_they_sit() {
         let v = json!({"message": "hi", "pre_command": "curl x | sh",

@@ -58,6 +58,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     let mut facts = Facts::default();
     let pointers = ctx.spec.map(|s| s.args.clone()).unwrap_or_default();
     let unknown = ctx.known == Known::Unknown;
+    // Arguments the tool's definition does not declare are read as an unknown tool's are:
+    // a lax server may act on them, so what they hold is analysed, not trusted by name.
+    let undeclared = call
+        .definition
+        .as_ref()
+        .filter(|_| !unknown)
+        .map(|d| undeclared_strings(args, &d.input_schema))
+        .unwrap_or_default();
 
     // Commands.
     let command = by_pointer(args, pointers.command.as_deref()).or_else(|| match kind {
@@ -89,6 +97,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
                 ctx.command_reasons
                     .extend(a.reasons.into_iter().map(|r| r.text));
             }
+        }
+    }
+    for text in undeclared.iter().copied().filter(|t| Some(*t) != command) {
+        if bulwark_shell::looks_like_command(text) {
+            let a = bulwark_shell::analyse(text);
+            facts.merge(Facts::from(&a));
+            ctx.commands.extend(a.invocations);
+            ctx.command_reasons
+                .extend(a.reasons.into_iter().map(|r| r.text));
         }
     }
     // A command can ride in any argument whose name says so, wherever it sits
@@ -139,6 +156,26 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     if let Some(s) = sql {
         facts.merge(Facts::from(&s));
     }
+    // SQL can ride in any argument named for it, wherever it sits (`options.sql`,
+    // `filters[0].statement`), and in what the definition does not declare, whatever the
+    // tool: each is analysed like the statement itself.
+    let top = by_pointer(args, pointers.sql.as_deref())
+        .or_else(|| json::field(args, catalogue::SQL_KEYS).map(|(_, s)| s));
+    let named = json::fields_deep_named(args, catalogue::SQL_KEYS)
+        .into_iter()
+        .map(|(k, t)| (sql_context(k), t));
+    let found = undeclared
+        .iter()
+        .map(|t| (bulwark_shell::SqlContext::Found, *t));
+    for (context, text) in named
+        .chain(found)
+        .filter(|(_, t)| Some(*t) != top && !t.trim().is_empty())
+        .take(64)
+    {
+        if let Some(s) = bulwark_shell::sql_in(text, context) {
+            facts.merge(Facts::from(&s));
+        }
+    }
 
     // Destinations.
     let mut dests: Vec<String> = Vec::new();
@@ -166,7 +203,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
                 }
                 dests.extend(found);
             }
-            _ => {}
+            // A tool that reaches no network by its mapping: an address under a name that
+            // says so, or in an argument it does not declare, is still a destination (a
+            // lax server may fetch it), decided as one.
+            _ => dests.extend(
+                candidates
+                    .iter()
+                    .chain(undeclared.iter())
+                    .filter(|s| is_address(s))
+                    .map(|s| s.to_string()),
+            ),
         }
     }
     if let Some(d) = &call.destination {
@@ -178,10 +224,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     let mut paths: Vec<String> = Vec::new();
     if let Some(p) = by_pointer(args, pointers.path.as_deref()) {
         paths.push(p.to_string());
-    } else if matches!(kind, Some(Kind::Read | Kind::Write | Kind::Delete))
-        || unknown
-        || ctx.caps.has_family("fs")
-    {
+    } else {
+        // Whatever the tool: a path under a name that says so is a path.
         paths.extend(
             json::fields_deep(args, catalogue::PATH_KEYS)
                 .into_iter()
@@ -388,6 +432,36 @@ fn by_pointer<'v>(args: &'v Value, pointer: Option<&str>) -> Option<&'v str> {
 fn looks_like_destination(s: &str) -> bool {
     let s = s.trim();
     s.contains("://") || s.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www."))
+}
+
+/// A string that is an address and nothing else (no spaces: a command line that names one
+/// is analysed as a command), and not a `file:` URL, which names a path on this machine.
+fn is_address(s: &str) -> bool {
+    let s = s.trim();
+    looks_like_destination(s)
+        && !s.contains(char::is_whitespace)
+        && !s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+}
+
+/// Every string under the top-level arguments `schema` does not declare (all of them when
+/// it declares none), bounded.
+fn undeclared_strings<'a>(args: &'a Value, schema: &Value) -> Vec<&'a str> {
+    let Some(obj) = args.as_object() else {
+        return Vec::new();
+    };
+    let declared = schema.get("properties").and_then(Value::as_object);
+    let mut out = Vec::new();
+    for (k, v) in obj {
+        if declared.is_some_and(|d| d.contains_key(k)) {
+            continue;
+        }
+        out.extend(json::strings(v));
+        if out.len() >= 64 {
+            out.truncate(64);
+            break;
+        }
+    }
+    out
 }
 
 /// Absolute, home-relative or relative paths with a separator or a dotfile name.

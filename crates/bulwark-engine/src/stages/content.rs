@@ -108,6 +108,19 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     });
     let total: usize = strings.iter().map(|s| s.len()).sum();
     let limit = ctx.policy.content.max_scan_bytes;
+    // What the other side wrote is also read as one text, its items glued in order, so a
+    // secret or an instruction split over several items (two text blocks, a text and a
+    // resource, a field of `structuredContent`) is found as the model would put it back
+    // together. Only when there are two items or more: a single text is read already.
+    let parts = match call.direction {
+        Direction::Response if total <= limit => json::prose_indices(doc),
+        _ => Vec::new(),
+    };
+    let joined: Joined = Joined::of(&strings, &parts);
+    let joined_index = (!joined.text.is_empty()).then(|| {
+        strings.push(&joined.text);
+        strings.len() - 1
+    });
     if total > limit {
         ctx.findings
             .push(Finding::new("content.too_large", "input"));
@@ -135,6 +148,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     if out.findings.is_empty() {
         return;
     }
+    let hits = joined.resolve(out.findings, joined_index);
     let c = &ctx.policy.content;
     let networked = ctx.caps.has_family("net") || ctx.caps.contains(Capability::MsgSend);
     let table = match call.direction {
@@ -148,8 +162,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         Direction::Definition => c.threshold_definition,
         _ => c.threshold_request,
     };
-    let mut to_mask: Vec<(&ContentFinding, String)> = Vec::new();
-    for f in &out.findings {
+    let mut to_mask: Vec<(usize, [usize; 2], String)> = Vec::new();
+    for Hit { f, value, parts } in &hits {
         // Below the direction's threshold a finding is reported, not acted on.
         let on_keys = Some(f.string) == keys_index;
         let action = match (f.severity < threshold, table.get(f.category)) {
@@ -187,19 +201,23 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             continue;
         }
         if action == Verdict::Mask {
-            let value = strings
-                .get(f.string)
-                .and_then(|t| t.get(f.span[0]..f.span[1]))
-                .unwrap_or_default();
+            let value = match value {
+                Some(v) => v.as_str(),
+                None => strings
+                    .get(f.string)
+                    .and_then(|t| t.get(f.span[0]..f.span[1]))
+                    .unwrap_or_default(),
+            };
             let n = env.session.masks.number(&f.label, value);
-            to_mask.push((
-                f,
-                format!(
-                    "[REDACTED:{}:{}:{n}]",
-                    f.category.as_str().to_uppercase(),
-                    f.label
-                ),
-            ));
+            let placeholder = format!(
+                "[REDACTED:{}:{}:{n}]",
+                f.category.as_str().to_uppercase(),
+                f.label
+            );
+            // Every item the value spans gets the placeholder in place of its part.
+            for &(i, span) in parts {
+                to_mask.push((i, span, placeholder.clone()));
+            }
         }
         let (reason, safer) = reason_for(f.category, call.direction);
         ctx.raise(
@@ -216,20 +234,110 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
 }
 
+/// One finding to act on: where it is (for the joined text, the first item it touches),
+/// its whole value when it spans several items, and each item's part of it.
+struct Hit {
+    f: ContentFinding,
+    value: Option<String>,
+    parts: Vec<(usize, [usize; 2])>,
+}
+
+/// The items of a result glued into one text, and where each starts in it.
+#[derive(Default)]
+struct Joined {
+    text: String,
+    starts: Vec<(usize, usize)>,
+}
+
+impl Joined {
+    /// `strings[parts]` glued, when there are two or more non-empty ones.
+    fn of(strings: &[&str], parts: &[usize]) -> Joined {
+        let parts: Vec<usize> = parts
+            .iter()
+            .copied()
+            .filter(|&i| strings.get(i).is_some_and(|s| !s.is_empty()))
+            .collect();
+        if parts.len() < 2 {
+            return Joined::default();
+        }
+        let mut j = Joined {
+            text: String::with_capacity(parts.iter().map(|&i| strings[i].len()).sum()),
+            starts: Vec::with_capacity(parts.len()),
+        };
+        for i in parts {
+            j.starts.push((j.text.len(), i));
+            j.text.push_str(strings[i]);
+        }
+        j
+    }
+
+    /// The findings to act on: those of single items as they are; those of the joined
+    /// text mapped back onto the items they span, less those an item's own scan found.
+    fn resolve(&self, findings: Vec<ContentFinding>, joined: Option<usize>) -> Vec<Hit> {
+        let (whole, own): (Vec<_>, Vec<_>) =
+            findings.into_iter().partition(|f| Some(f.string) == joined);
+        let mut hits: Vec<Hit> = own
+            .into_iter()
+            .map(|f| Hit {
+                parts: vec![(f.string, f.span)],
+                value: None,
+                f,
+            })
+            .collect();
+        for f in whole {
+            let parts = self.split(f.span);
+            let Some(&(first, span)) = parts.first() else {
+                continue;
+            };
+            let seen = hits.iter().any(|h| {
+                h.f.rule_id == f.rule_id
+                    && h.parts.iter().any(|&(i, [a, b])| {
+                        parts.iter().any(|&(j, [c, d])| i == j && a < d && c < b)
+                    })
+            });
+            if parts.len() == 1 && seen {
+                continue;
+            }
+            let value = self.text.get(f.span[0]..f.span[1]).map(str::to_string);
+            let mut g = f;
+            g.string = first;
+            g.span = span;
+            hits.push(Hit { f: g, value, parts });
+        }
+        hits
+    }
+
+    /// The items (index, span within it) that `span` of the joined text covers.
+    fn split(&self, [s, e]: [usize; 2]) -> Vec<(usize, [usize; 2])> {
+        let mut out = Vec::new();
+        for (n, &(start, i)) in self.starts.iter().enumerate() {
+            let end = self
+                .starts
+                .get(n + 1)
+                .map_or(self.text.len(), |&(next, _)| next);
+            if end <= s || start >= e {
+                continue;
+            }
+            out.push((i, [s.max(start) - start, e.min(end) - start]));
+        }
+        out
+    }
+}
+
 /// The payload with each masked span replaced by its placeholder, still valid JSON.
-fn mask(doc: &Value, strings: &[&str], findings: &[(&ContentFinding, String)]) -> Value {
+fn mask(doc: &Value, strings: &[&str], findings: &[(usize, [usize; 2], String)]) -> Value {
     let mut out = doc.clone();
     for (i, text) in strings.iter().enumerate() {
-        let mut spans: Vec<&(&ContentFinding, String)> =
-            findings.iter().filter(|(f, _)| f.string == i).collect();
+        let mut spans: Vec<&(usize, [usize; 2], String)> =
+            findings.iter().filter(|(s, _, _)| *s == i).collect();
         if spans.is_empty() {
             continue;
         }
-        spans.sort_by_key(|(f, _)| f.span[0]);
+        spans.sort_by_key(|(_, span, _)| span[0]);
         let mut masked = String::with_capacity(text.len());
         let mut at = 0;
-        for (f, placeholder) in spans {
-            let [s, e] = f.span;
+        for (_, span, placeholder) in spans {
+            let [s, e] = *span;
             if s < at || e > text.len() || !text.is_char_boundary(s) || !text.is_char_boundary(e) {
                 continue;
             }

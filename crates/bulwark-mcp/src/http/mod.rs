@@ -300,7 +300,12 @@ impl HttpFront {
                 ));
             }
         }
-        let id = self.mint_id();
+        // A stateless caller's session is marked so: its gateway core keeps per-caller
+        // state apart (the front names the caller in each request).
+        let id = match wire {
+            Wire::Stateless => format!("stateless-{}", self.mint_id()),
+            _ => self.mint_id(),
+        };
         let link = self.connector.open(&id, principal).map_err(|e| {
             (self.log)(&format!("cannot start the upstream for a new session: {e}"));
             reject(
@@ -367,6 +372,31 @@ impl HttpFront {
     }
 }
 
+/// The client connection a request came on (numbered as accepted): an anonymous stateless
+/// caller is told apart by it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnId(pub u64);
+
+/// The front's service for one connection: each request carries the connection's [`ConnId`].
+struct WithConn {
+    inner: hyper_util::service::TowerToHyperService<axum::Router>,
+    conn: ConnId,
+}
+
+type Inner = hyper_util::service::TowerToHyperService<axum::Router>;
+type HyperRequest = hyper::Request<hyper::body::Incoming>;
+
+impl hyper::service::Service<HyperRequest> for WithConn {
+    type Response = <Inner as hyper::service::Service<HyperRequest>>::Response;
+    type Error = <Inner as hyper::service::Service<HyperRequest>>::Error;
+    type Future = <Inner as hyper::service::Service<HyperRequest>>::Future;
+
+    fn call(&self, mut req: HyperRequest) -> Self::Future {
+        req.extensions_mut().insert(self.conn);
+        hyper::service::Service::call(&self.inner, req)
+    }
+}
+
 /// A digest of a session id for logs and audit records: the id itself is a credential.
 pub fn id_digest(id: &str) -> String {
     Sha256::digest(id.as_bytes())[..8]
@@ -410,12 +440,20 @@ pub async fn serve(
     let mut listener = conns::Bounded::new(listener, front.config.max_connections);
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
+    let mut accepted: u64 = 0;
     tokio::pin!(shutdown);
     loop {
         while connections.try_join_next().is_some() {}
         tokio::select! {
             (io, _) = axum::serve::Listener::accept(&mut listener) => {
-                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                accepted += 1;
+                let conn = ConnId(accepted);
+                // Each request knows its connection (an anonymous stateless caller's state
+                // is its connection's).
+                let service = WithConn {
+                    inner: hyper_util::service::TowerToHyperService::new(app.clone()),
+                    conn,
+                };
                 let mut stopping = stopping.clone();
                 connections.spawn(async move {
                     // A connection that sends no request head within the timeout — first
@@ -678,7 +716,12 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
         Err(r) => return r.into_response(),
     };
     if stateless::is_stateless(&headers) {
-        return stateless::post(&front, &headers, &principal, message, sse_ok).await;
+        let conn = parts
+            .extensions
+            .get::<ConnId>()
+            .copied()
+            .unwrap_or_default();
+        return stateless::post(&front, &headers, &principal, message, sse_ok, conn).await;
     }
     let kind = match jsonrpc::classify(&message) {
         Ok(k) => k,

@@ -141,11 +141,10 @@ impl HttpFront {
         let Some((_, make)) = self.connector.remote() else {
             return Err("the upstream is not an HTTP server".into());
         };
-        let n = self
-            .upstream_ids
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Named for the caller, not numbered: a caller made again after making room decides
+        // in the same session, so nothing it was tainted with is forgotten.
         let caller = Arc::new(Caller {
-            core: make(&format!("stateless-{n}"), principal)?,
+            core: make(&format!("stateless-{}", super::id_digest(&key)), principal)?,
             tools: std::sync::Mutex::new(ToolBindings::default()),
             last_used: std::sync::atomic::AtomicU64::new(now),
         });
@@ -237,6 +236,9 @@ impl Waiting {
                 && let Some(caps) = v.pointer_mut("/result/capabilities")
             {
                 strip_unserved(caps);
+                // The versions this front speaks, as its -32022 error lists them: the
+                // client talks to the front, not to the upstream.
+                v["result"]["supportedVersions"] = json!(super::stateless::supported());
             }
             out.extend(rewrite.apply(&v.to_string()));
         }
@@ -327,6 +329,7 @@ pub(super) async fn post(
     message: &Value,
     (id, method): (Value, String),
     sse_ok: bool,
+    conn: Option<&str>,
 ) -> Response {
     let caller = match front.caller(principal) {
         Ok(c) => c,
@@ -355,7 +358,7 @@ pub(super) async fn post(
             .upstream_ids
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
-    let (forwarded, token) = own_ids(message, &upstream_id);
+    let (forwarded, token) = own_ids(message, &upstream_id, conn);
     let rewrite = Arc::new(Rewrite {
         client_id: id.clone(),
         token,

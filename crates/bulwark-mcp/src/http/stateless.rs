@@ -82,8 +82,9 @@ pub fn is_stateless(h: &HeaderMap) -> bool {
     header_str(h, "mcp-protocol-version").is_some_and(|v| !SESSION_VERSIONS.contains(&v.trim()))
 }
 
-/// Every version the front serves, newest first.
-fn supported() -> Vec<&'static str> {
+/// Every version the front serves, newest first: what `server/discover` says and what an
+/// unsupported version's error (-32022) lists, on either path — one list.
+pub(super) fn supported() -> Vec<&'static str> {
     let mut v = vec![STATELESS_VERSION];
     v.extend(SESSION_VERSIONS.iter().rev());
     v
@@ -643,9 +644,30 @@ pub(super) fn strip_unserved(caps: &mut Value) {
 
 /// `message` with the front's own id (and progress token, when it has one), and its own
 /// progress token: stateless clients reuse theirs freely.
-pub(super) fn own_ids(message: &Value, upstream_id: &Value) -> (Value, Option<Value>) {
+///
+/// `caller` names the client connection of an anonymous caller, for the gateway core to
+/// keep its per-caller state apart ([`crate::gateway::CALLER_META`]); whatever the client
+/// put there itself is replaced or removed.
+pub(super) fn own_ids(
+    message: &Value,
+    upstream_id: &Value,
+    caller: Option<&str>,
+) -> (Value, Option<Value>) {
     let mut forwarded = message.clone();
     forwarded["id"] = upstream_id.clone();
+    if let Some(params) = forwarded.get_mut("params").and_then(Value::as_object_mut) {
+        let meta = params.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            match caller {
+                Some(c) => {
+                    meta.insert(crate::gateway::CALLER_META.into(), json!(c));
+                }
+                None => {
+                    meta.remove(crate::gateway::CALLER_META);
+                }
+            }
+        }
+    }
     let token = jsonrpc::at(message, "/params/_meta/progressToken").cloned();
     if token.is_some()
         && let Some(meta) = forwarded
@@ -658,13 +680,19 @@ pub(super) fn own_ids(message: &Value, upstream_id: &Value) -> (Value, Option<Va
 }
 
 /// Serves one stateless request (or notification).
+///
+/// `conn` is the client connection the request came on: an anonymous caller's state in the
+/// gateway core (loop guard, rates, sequences) is that connection's, while its taint is
+/// shared with every anonymous caller (docs/mcp.md, "Stateless callers").
 pub(super) async fn post(
     front: &Arc<HttpFront>,
     headers: &HeaderMap,
     principal: &Principal,
     message: Value,
     sse_ok: bool,
+    conn: super::ConnId,
 ) -> Response {
+    let caller = principal.id.is_none().then(|| format!("conn-{}", conn.0));
     let (id, method) = match jsonrpc::classify(&message) {
         Ok(Kind::Request { id, method }) => (id, method),
         // No client notification means anything to a stateless server; accepted, dropped.
@@ -710,6 +738,7 @@ pub(super) async fn post(
             &message,
             (id, method),
             sse_ok,
+            caller.as_deref(),
         )
         .await;
     }
@@ -739,7 +768,7 @@ pub(super) async fn post(
     };
     let n = front.upstream_ids.fetch_add(1, Ordering::Relaxed);
     let upstream_id = json!(format!("bulwark-{n}"));
-    let (forwarded, token) = own_ids(&message, &upstream_id);
+    let (forwarded, token) = own_ids(&message, &upstream_id, caller.as_deref());
     if let (Some(extra), Some(params)) = (session.extra(), params) {
         extra.put(&upstream_id, params);
     }

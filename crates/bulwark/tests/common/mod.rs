@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod http;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_bulwark");
 
 pub fn root() -> PathBuf {
