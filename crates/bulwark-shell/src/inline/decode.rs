@@ -48,7 +48,7 @@ pub(crate) fn hex(text: &str) -> Option<Vec<u8>> {
         .bytes()
         .filter(|b| !b.is_ascii_whitespace())
         .collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     digits

@@ -753,8 +753,8 @@ impl Reader<'_, '_> {
     /// The index of the bracket closing the one at `open`.
     fn matching(&self, open: usize) -> usize {
         let mut depth = 0i32;
-        for k in open..self.toks.len() {
-            if let Tok::Punct(p) = &self.toks[k] {
+        for (k, t) in self.toks.iter().enumerate().skip(open) {
+            if let Tok::Punct(p) = t {
                 match p.as_str() {
                     "(" | "[" | "{" => depth += 1,
                     ")" | "]" | "}" => {
@@ -814,8 +814,8 @@ impl Reader<'_, '_> {
         let mut out = Vec::new();
         let mut start = from;
         let mut depth = 0i32;
-        for k in from..to.min(toks.len()) {
-            if let Tok::Punct(p) = &toks[k] {
+        for (k, t) in toks.iter().enumerate().take(to).skip(from) {
+            if let Tok::Punct(p) = t {
                 match p.as_str() {
                     "(" | "[" | "{" => depth += 1,
                     ")" | "]" | "}" => depth -= 1,
@@ -884,8 +884,8 @@ impl Reader<'_, '_> {
         let mut depth = 0i32;
         let mut pieces = Vec::new();
         let mut start = from;
-        for k in from..to {
-            if let Tok::Punct(p) = &toks[k] {
+        for (k, t) in toks.iter().enumerate().take(to).skip(from) {
+            if let Tok::Punct(p) = t {
                 match p.as_str() {
                     "(" | "[" | "{" => depth += 1,
                     ")" | "]" | "}" => depth -= 1,
