@@ -2000,7 +2000,9 @@ mod tests {
 
     #[test]
     fn named_callers_have_their_own_loop_guard_and_share_taint() {
-        let mut g = gateway(Policy::builtin().unwrap(), 64);
+        let policy = Policy::builtin().unwrap();
+        let limit = policy.loop_guard.max_repeats as usize;
+        let mut g = gateway(policy, 64);
         g.config.per_caller = true;
         listed(&g, &["read_doc"]);
         let mut id = 0;
@@ -2020,13 +2022,13 @@ mod tests {
             };
             Some(v.clone())
         };
-        // Four identical calls each, from two callers: no loop (the guard trips at five).
-        for n in 0..4 {
-            assert!(ask(&g, "conn-1", &format!("a{n}")).is_some());
-            assert!(ask(&g, "conn-2", &format!("b{n}")).is_some());
+        // One identical call short of the loop guard's limit each, from two callers: no loop.
+        for n in 1..limit {
+            assert!(ask(&g, "conn-1", &format!("a{n}")).is_some(), "call {n}");
+            assert!(ask(&g, "conn-2", &format!("b{n}")).is_some(), "call {n}");
         }
-        // The fifth from one caller is a loop.
-        assert!(ask(&g, "conn-1", "a4").is_none());
+        // One more from one caller is a loop.
+        assert!(ask(&g, "conn-1", "a").is_none());
         // A credential one caller was shown taints every caller's session.
         let key = "AKIAZ7KDPQXL4MWN3BVC";
         let v = ask(&g, "conn-3", &format!("key {key}")).unwrap();
@@ -2039,9 +2041,11 @@ mod tests {
 
     #[test]
     fn a_caller_named_where_callers_are_not_kept_apart_is_ignored_and_dropped() {
-        let g = gateway(Policy::builtin().unwrap(), 64);
+        let policy = Policy::builtin().unwrap();
+        let limit = u64::from(policy.loop_guard.max_repeats);
+        let g = gateway(policy, 64);
         listed(&g, &["read_doc"]);
-        for id in 1..=4 {
+        for id in 1..limit {
             let outs = client(&g, as_caller(id, &format!("conn-{id}")));
             let [Out::Server(sent)] = &outs[..] else {
                 panic!("{outs:?}")
@@ -2052,9 +2056,9 @@ mod tests {
                 json!({"jsonrpc":"2.0","id":id,"result":{"content":[{"type":"text","text":id.to_string()}]}}),
             );
         }
-        // One session: the fifth identical call is a loop whatever caller it names.
+        // One session: the next identical call is a loop whatever caller it names.
         assert!(matches!(
-            &client(&g, as_caller(5, "conn-9"))[..],
+            &client(&g, as_caller(limit, "conn-9"))[..],
             [Out::Client(_)]
         ));
     }

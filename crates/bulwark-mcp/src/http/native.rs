@@ -327,9 +327,8 @@ pub(super) async fn post(
     headers: &HeaderMap,
     principal: &Principal,
     message: &Value,
-    (id, method): (Value, String),
+    (id, method, conn): (Value, String, Option<&str>),
     sse_ok: bool,
-    conn: Option<&str>,
 ) -> Response {
     let caller = match front.caller(principal) {
         Ok(c) => c,

@@ -736,9 +736,8 @@ pub(super) async fn post(
             headers,
             principal,
             &message,
-            (id, method),
+            (id, method, caller.as_deref()),
             sse_ok,
-            caller.as_deref(),
         )
         .await;
     }
