@@ -113,7 +113,7 @@ fn lines_in_one_session_share_state_and_session_taint_raises_it() {
         // Reading a key asks first (issue 29 item 3); once read, the result taints.
         r#"{"tool":"read_file","args":{"path":"~/.ssh/id_rsa"},"session":"a","expect":"approve"}"#,
         "\n",
-        r#"{"tool":"read_file","args":{"path":"~/.ssh/id_rsa"},"direction":"response","result":"-----BEGIN OPENSSH PRIVATE KEY-----","session":"a","expect":"allow"}"#,
+        r#"{"tool":"read_file","args":{"path":"~/.ssh/id_rsa"},"direction":"response","result":"(the key)","session":"a","expect":"allow"}"#,
         "\n",
         r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"session":"a","expect":"block"}"#,
         "\n",

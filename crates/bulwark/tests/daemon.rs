@@ -1170,12 +1170,13 @@ fn a_hook_with_no_daemon_decides_then_starts_one_the_next_call_uses() {
     assert!(!socket.starts_with(&dir), "{}", socket.display());
     // The next calls are the daemon's, and decided as before.
     let mut slow = Duration::ZERO;
-    for _ in 0..3 {
-        let (o, took) = hook_as_installed(
-            &dir,
-            &pre("auto", "Read", json!({"file_path": "~/.ssh/id_ed25519"})),
-        );
-        assert_eq!(permission(&answer(&o)), "ask");
+    for (tool, input, expected) in [
+        ("Read", json!({"file_path": "~/.ssh/id_ed25519"}), "ask"),
+        ("Bash", json!({"command": "git status"}), "none"),
+        ("Bash", json!({"command": "cargo test"}), "none"),
+    ] {
+        let (o, took) = hook_as_installed(&dir, &pre("auto", tool, input));
+        assert_eq!(permission(&answer(&o)), expected, "{tool}");
         slow = slow.max(took);
     }
     let mut c = UnixStream::connect(&socket).unwrap();
@@ -1218,20 +1219,22 @@ fn telemetry_lost_to_kill_9_is_rebuilt_from_the_audit_log() {
     };
     let mut d = Daemon::start_in(dir.clone(), &["--audit", &audit_arg]);
     let mut c = d.client();
-    let n = 4000;
-    let mut batch = String::new();
-    for i in 0..n {
-        let dest = if i % 2 == 0 {
-            "169.254.169.254"
-        } else {
-            "1.1.1.1"
-        };
-        batch.push_str(&evaluate(i, "call_api", i % 50, dest).to_string());
-        batch.push('\n');
-    }
-    c.send_raw(batch.as_bytes());
-    for _ in 0..n {
-        c.read();
+    // Pipelined in batches (a client that writes without reading is cut off).
+    for batch in 0..40u64 {
+        let mut lines = String::new();
+        for i in batch * 100..(batch + 1) * 100 {
+            let dest = if i % 2 == 0 {
+                "169.254.169.254"
+            } else {
+                "1.1.1.1"
+            };
+            lines.push_str(&evaluate(i, "call_api", i % 50, dest).to_string());
+            lines.push('\n');
+        }
+        c.send_raw(lines.as_bytes());
+        for _ in 0..100 {
+            c.read();
+        }
     }
     // Killed the moment the last answer is out: rows may still be queued for telemetry.
     d.signal("KILL");

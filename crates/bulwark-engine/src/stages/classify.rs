@@ -294,14 +294,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     }
 
     // Paths: reading a sensitive one means the session holds private data.
-    // The policy's list and the command analyser's agree on what a credential file is, so
-    // `Read ~/.ssh/id_rsa` is judged as `cat ~/.ssh/id_rsa` is.
-    let sensitive_path = |p: &String| {
-        ctx.policy.taint.is_sensitive_path(p)
-            || bulwark_shell::paths::is_sensitive(&bulwark_shell::paths::normalize(p))
-    };
-    let sensitive_named = paths.iter().any(sensitive_path);
-    let sensitive = sensitive_named
+    // Reading a path on the policy's list, or a credential store, taints.
+    let credential =
+        |p: &String| bulwark_shell::paths::is_sensitive(&bulwark_shell::paths::normalize(p));
+    let credential_named = paths.iter().any(credential);
+    let sensitive = paths.iter().any(|p| ctx.policy.taint.is_sensitive_path(p))
+        || credential_named
         || ctx.predicates.contains(&"shell.sensitive_read")
         || ctx.predicates.contains(&"shell.secret_read");
     if paths.iter().any(|p| ctx.policy.taint.is_control_path(p)) {
@@ -312,8 +310,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         if ctx.caps.contains(Capability::FsRead) || ctx.caps.contains(Capability::ExecShell) {
             ctx.taint_out.insert(bulwark_policy::Taint::PrivateData);
         }
-        // A file tool reading one (the shell's own reads are `shell.sensitive_read`).
-        if sensitive_named
+        // A file tool reading a credential store, by the command analyser's own test, so
+        // that `Read ~/.ssh/id_rsa` is asked about as `cat ~/.ssh/id_rsa` is (and a public
+        // key is read as freely as `cat` reads it). The shell's reads are
+        // `shell.sensitive_read`.
+        if credential_named
             && ctx.caps.contains(Capability::FsRead)
             && !ctx.caps.contains(Capability::ExecShell)
         {
