@@ -2,7 +2,7 @@
 //! with rows still queued) are rebuilt from the log when a front opens it again.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bulwark_audit::telemetry::{self, Filter, Retention};
 use bulwark_audit::{AuditKeys, AuditLog, Entry, Options};
@@ -20,7 +20,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// Records `n` decisions in the log at `path`; with `store`, through telemetry too.
-fn record(path: &PathBuf, n: u64, store: Option<&PathBuf>) {
+fn record(path: &Path, n: u64, store: Option<&Path>) {
     let log = AuditLog::open(path, keys(), "check", Options::default()).unwrap();
     if let Some(db) = store {
         let (sink, thread) =
@@ -39,7 +39,7 @@ fn record(path: &PathBuf, n: u64, store: Option<&PathBuf>) {
     log.close().unwrap();
 }
 
-fn stats(db: &PathBuf) -> telemetry::Stats {
+fn stats(db: &Path) -> telemetry::Stats {
     telemetry::stats(&telemetry::open_db(db).unwrap(), &Filter::default()).unwrap()
 }
 
@@ -51,7 +51,7 @@ fn decisions_the_store_never_got_are_rebuilt_from_the_log_once() {
     // telemetry queue full).
     record(&path, 30, None);
     // The next front to open the log rebuilds them, and adds its own 5.
-    record(&path, 5, Some(&db));
+    record(&path, 5, Some(db.as_path()));
     let s = stats(&db);
     assert_eq!(s.total, 35, "{s:?}");
     assert_eq!(s.recovered, 30, "{s:?}");
@@ -72,7 +72,7 @@ fn decisions_the_store_never_got_are_rebuilt_from_the_log_once() {
     assert!(logged_blocks > 0);
     assert_eq!(blocks, Some(logged_blocks), "{s:?}");
     // Reopening finds nothing missing: no row twice.
-    record(&path, 0, Some(&db));
+    record(&path, 0, Some(db.as_path()));
     let s = stats(&db);
     assert_eq!((s.total, s.recovered), (35, 30), "{s:?}");
 }
