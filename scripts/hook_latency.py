@@ -20,17 +20,23 @@ import time
 
 BIN = sys.argv[1]
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 30
-CALL = json.dumps({
-    "session_id": "bench", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-    "tool_input": {"command": "git status"}, "cwd": "/tmp",
-})
+N = [0]
+
+
+def call():
+    # A session per call: the same call repeated in one session is a loop, refused.
+    N[0] += 1
+    return json.dumps({
+        "session_id": f"bench-{N[0]}", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "git status"}, "cwd": "/tmp",
+    })
 
 
 def once(state, extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BULWARK_")}
     t = time.perf_counter()
     out = subprocess.run([BIN, "hook", "claude-code", "--state-dir", state, *extra],
-                         input=CALL.encode(), capture_output=True, env=env, check=True)
+                         input=call().encode(), capture_output=True, env=env, check=True)
     took = (time.perf_counter() - t) * 1000
     assert out.stdout.strip() == b"{}", out
     return took
