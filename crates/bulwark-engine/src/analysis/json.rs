@@ -186,6 +186,44 @@ pub fn field<'a>(v: &'a Value, keys: &[&str]) -> Option<(String, &'a str)> {
     None
 }
 
+/// The command line an argv array under one of `keys` (case-insensitive, top level) makes.
+pub fn argv_field(v: &Value, keys: &[&str]) -> Option<String> {
+    let obj = v.as_object()?;
+    keys.iter().find_map(|want| {
+        obj.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(want))
+            .and_then(|(_, x)| argv_line(x))
+    })
+}
+
+/// `["bash", "-c", "rm -rf x"]` as the shell line `bash -c 'rm -rf x'`: each word quoted so
+/// the analyser reads the same words the program would get. `None` unless `v` is a
+/// non-empty array of strings only.
+pub fn argv_line(v: &Value) -> Option<String> {
+    let words = v.as_array()?;
+    if words.is_empty() {
+        return None;
+    }
+    let mut line = String::new();
+    for w in words {
+        let w = w.as_str()?;
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        let plain = !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%^".contains(&b));
+        if plain {
+            line.push_str(w);
+        } else {
+            line.push('\'');
+            line.push_str(&w.replace('\'', "'\\''"));
+            line.push('\'');
+        }
+    }
+    Some(line)
+}
+
 /// Every string under any of `keys` (case-insensitive), at the top level, including the
 /// members of arrays of strings.
 pub fn fields<'a>(v: &'a Value, keys: &[&str]) -> Vec<&'a str> {

@@ -67,14 +67,22 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         .map(|d| undeclared_strings(args, &d.input_schema))
         .unwrap_or_default();
 
-    // Commands.
-    let command = by_pointer(args, pointers.command.as_deref()).or_else(|| match kind {
-        Some(Kind::Shell) => json::field(args, catalogue::COMMAND_KEYS).map(|(_, s)| s),
-        None if unknown || ctx.caps.contains(Capability::ExecShell) => {
-            json::field(args, catalogue::COMMAND_KEYS).map(|(_, s)| s)
-        }
-        _ => None,
-    });
+    // Commands. One given as an argv array (`["git", "push"]`, as exec-style tools and
+    // some MCP servers take it) is the command line those words make, analysed the same.
+    let shell_like = kind == Some(Kind::Shell)
+        || (kind.is_none() && (unknown || ctx.caps.contains(Capability::ExecShell)));
+    let joined = match pointers.command.as_deref() {
+        Some(p) => args.pointer(p).and_then(json::argv_line),
+        None if shell_like => json::argv_field(args, catalogue::COMMAND_KEYS),
+        None => None,
+    };
+    let command = by_pointer(args, pointers.command.as_deref())
+        .or_else(|| {
+            shell_like
+                .then(|| json::field(args, catalogue::COMMAND_KEYS).map(|(_, s)| s))
+                .flatten()
+        })
+        .or(joined.as_deref());
     if let Some(cmd) = command {
         let a = bulwark_shell::analyse(cmd);
         facts.merge(Facts::from(&a));
@@ -235,6 +243,21 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     }
     paths.append(&mut facts.paths);
 
+    // A file-writing tool's write is the write a shell redirect makes: the same rules about
+    // where writes may go (startup files, cron, git hooks, sudoers, system files) judge it.
+    let writes_files = matches!(kind, Some(Kind::Write | Kind::Delete))
+        || (ctx.spec.is_some() && ctx.caps.contains(Capability::FsWrite));
+    if writes_files && call.direction.acts() {
+        for p in &paths {
+            ctx.commands.push(bulwark_shell::Invocation {
+                name: name.to_ascii_lowercase(),
+                written: name.clone(),
+                writes: vec![bulwark_shell::paths::normalize(p)],
+                ..Default::default()
+            });
+        }
+    }
+
     ctx.caps = ctx.caps.union(facts.capabilities);
     ctx.predicates = facts.predicates;
 
@@ -315,7 +338,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     }
 
     // Paths: reading a sensitive one means the session holds private data.
+    // Reading a path on the policy's list, or a credential store, taints.
+    let credential =
+        |p: &String| bulwark_shell::paths::is_sensitive(&bulwark_shell::paths::normalize(p));
+    let credential_named = paths.iter().any(credential);
     let sensitive = paths.iter().any(|p| ctx.policy.taint.is_sensitive_path(p))
+        || credential_named
         || ctx.predicates.contains(&"shell.sensitive_read")
         || ctx.predicates.contains(&"shell.secret_read");
     if paths.iter().any(|p| ctx.policy.taint.is_control_path(p)) {
@@ -325,6 +353,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         ctx.predicates.push("path.sensitive");
         if ctx.caps.contains(Capability::FsRead) || ctx.caps.contains(Capability::ExecShell) {
             ctx.taint_out.insert(bulwark_policy::Taint::PrivateData);
+        }
+        // A file tool reading a credential store, by the command analyser's own test, so
+        // that `Read ~/.ssh/id_rsa` is asked about as `cat ~/.ssh/id_rsa` is (and a public
+        // key is read as freely as `cat` reads it). The shell's reads are
+        // `shell.sensitive_read`.
+        if credential_named
+            && ctx.caps.contains(Capability::FsRead)
+            && !ctx.caps.contains(Capability::ExecShell)
+        {
+            ctx.predicates.push("path.sensitive_read");
         }
     }
     ctx.paths = paths;
