@@ -67,7 +67,7 @@ pub async fn serve(
     let reaper = slots.spawn_reaper();
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
-    let mut accepted: u64 = 0;
+    let mut numbered: u64 = 0;
     tokio::pin!(shutdown);
     loop {
         while connections.try_join_next().is_some() {}
@@ -84,8 +84,8 @@ pub async fn serve(
                 let _ = stream.set_nodelay(true);
                 match slots.admit(peer_of(addr)) {
                     Ok(slot) => {
-                        accepted += 1;
-                        let conn = ConnId(accepted);
+                        numbered += 1;
+                        let conn = ConnId(numbered);
                         connections.spawn(connection(stream, slot, conn, app.clone(), limits.clone(), stop_rx.clone()));
                     }
                     Err(why) => {
