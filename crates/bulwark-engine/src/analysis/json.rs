@@ -140,6 +140,64 @@ pub fn field<'a>(v: &'a Value, keys: &[&str]) -> Option<(String, &'a str)> {
     None
 }
 
+/// Most words of an argv array joined into one command line.
+const MAX_ARGV: usize = 4096;
+
+/// A command line under one of `keys` (case-insensitive) at the top level, or under an
+/// `action` object (the OpenAI `local_shell` shape, `{"action": {"type": "exec",
+/// "command": [...]}}`): a string as it is, an argv array (`["bash", "-lc", "ls -la"]`)
+/// as the line that runs exactly those words, and a `commands` list as one line per
+/// element. Also returns the strings it consumed, which are not commands of their own.
+pub fn command<'a>(v: &'a Value, keys: &[&str]) -> Option<(String, Vec<&'a str>)> {
+    let obj = v.as_object()?;
+    for want in keys {
+        for (k, x) in obj {
+            if !k.eq_ignore_ascii_case(want) {
+                continue;
+            }
+            match x {
+                Value::String(s) => return Some((s.clone(), vec![s.as_str()])),
+                Value::Array(a) if !a.is_empty() && a.len() <= MAX_ARGV => {
+                    let words: Option<Vec<&str>> = a.iter().map(Value::as_str).collect();
+                    if let Some(words) = words {
+                        let line = if k.eq_ignore_ascii_case("commands") {
+                            words.join("\n")
+                        } else {
+                            argv_line(&words)
+                        };
+                        return Some((line, words));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    obj.iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("action"))
+        .and_then(|(_, a)| command(a, keys))
+}
+
+/// The shell line that runs exactly `words` as one program with its arguments.
+pub fn argv_line(words: &[&str]) -> String {
+    let mut line = String::new();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        let plain = !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
+        if plain {
+            line.push_str(w);
+        } else {
+            line.push('\'');
+            line.push_str(&w.replace('\'', r"'\''"));
+            line.push('\'');
+        }
+    }
+    line
+}
+
 /// Every string under any of `keys` (case-insensitive), at the top level, including the
 /// members of arrays of strings.
 pub fn fields<'a>(v: &'a Value, keys: &[&str]) -> Vec<&'a str> {
@@ -217,6 +275,21 @@ fn walk_fields<'a>(v: &'a Value, keys: &[&str], depth: usize, out: &mut Vec<&'a 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn argv_arrays_are_the_line_that_runs_those_words() {
+        let v = json!({"command": ["bash", "-lc", "ls -la"]});
+        assert_eq!(command(&v, &["command"]).unwrap().0, "bash -lc 'ls -la'");
+        let v = json!({"action": {"type": "exec", "command": ["rm", "-rf", "it's here"]}});
+        assert_eq!(
+            command(&v, &["command"]).unwrap().0,
+            r"rm -rf 'it'\''s here'"
+        );
+        let v = json!({"commands": ["cd src", "ls"]});
+        assert_eq!(command(&v, &["commands"]).unwrap().0, "cd src\nls");
+        assert!(command(&json!({"command": [1, 2]}), &["command"]).is_none());
+        assert!(command(&json!({"command": []}), &["command"]).is_none());
+    }
+
     #[test]
     fn names_that_carry_a_command_are_found_wherever_they_sit() {
         let v = json!({"message": "hi", "pre_command": "curl x | sh",
