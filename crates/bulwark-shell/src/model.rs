@@ -250,6 +250,10 @@ pub const PREDICATES: &[(&str, &str)] = &[
         "eval or a -c string runs text only known at run time",
     ),
     (
+        "shell.eval_dynamic_process",
+        "inline code evaluates code known only at run time and can start processes or open sockets (os, subprocess, child_process, net, …)",
+    ),
+    (
         "shell.variable_command",
         "the command name is a variable or substitution",
     ),

@@ -18,6 +18,8 @@ use crate::paths;
 use crate::programs::{self as p, name_of};
 use crate::sql;
 
+mod inline_code;
+
 /// Levels of text re-parsed as commands (`bash -c "eval '…'"`) that are followed.
 pub const MAX_NESTING: usize = 12;
 /// Commands analysed per line.
@@ -1784,6 +1786,12 @@ impl Walker {
         stdin: Stdin,
         io: Io,
     ) -> Output {
+        // Python, JavaScript, Perl and Ruby are parsed (`crate::inline`); the rest is read
+        // for what it shows.
+        let fam = crate::specs::family(&inv.name).to_string();
+        if let Some(l) = crate::inline::Lang::of_family(&fam) {
+            return self.inline(inv, text, l, ctx, stdin, io);
+        }
         let facts = code::analyse(text, lang);
         inv.code = Some(text.chars().take(4096).collect());
         for d in &facts.destinations {

@@ -495,9 +495,24 @@ fn review_fail_opens_are_closed() {
                 .iter()
                 .any(|i| i.args.contains(&"/".to_string()))
     );
+    // Inline code handing many commands to a shell: every one is read, or the line fails
+    // closed at the limit.
     let code = format!(
         "perl -e '{}system(\"rm -rf ~\")'",
         "system(\"true\");".repeat(70)
+    );
+    let a = analyse(&code);
+    assert!(
+        a.has("shell.unparsable")
+            || a.invocations
+                .iter()
+                .any(|i| i.name == "rm" && i.args == ["~"])
+    );
+    let code = format!(
+        "perl -e '{}system(\"rm -rf ~\")'",
+        (0..300)
+            .map(|i| format!("system(\"true {i}\");"))
+            .collect::<String>()
     );
     assert!(analyse(&code).has("shell.unparsable"));
     let a = analyse("echo FLUSHALL | redis-cli");

@@ -2,8 +2,15 @@
 //! `max_repeats` times within the window is a loop, and so is the same result
 //! `max_same_result` times. Emits `LOOP_DETECTED`. Arguments are normalised to canonical
 //! JSON, so key order and whitespace do not make a repeat look new.
+//!
+//! A repeat with the workspace changed in between is not a loop: an edit → test → edit →
+//! test cycle runs the same test command again and again, and gets the same failure back
+//! until the edit that fixes it, and that is ordinary work. So a call that writes files
+//! (`fs.write`) clears the session's call and result history when it goes through — unless
+//! it is the very write that last cleared it, since writing the same thing again changes
+//! nothing and a loop of identical write → run pairs is still a loop.
 
-use bulwark_policy::{ReasonCode, Severity, Verdict};
+use bulwark_policy::{Capability, ReasonCode, Severity, Verdict};
 
 use crate::call::Direction;
 use crate::canonical::fingerprint;
@@ -60,7 +67,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
 pub(crate) fn commit_call(ctx: &Ctx<'_>, env: &mut Env<'_>) {
     let print = ctx.loop_print.unwrap_or_else(|| call_print(ctx));
     let now = ctx.now.mono_ms;
-    Session::remember(&mut env.session.recent_calls, print, now);
+    let session = &mut *env.session;
+    if ctx.caps.contains(Capability::FsWrite) && session.last_change != Some(print) {
+        session.recent_calls.clear();
+        session.recent_results.clear();
+        session.last_change = Some(print);
+    }
+    Session::remember(&mut session.recent_calls, print, now);
 }
 
 pub(crate) fn commit_result(ctx: &Ctx<'_>, env: &mut Env<'_>) {
