@@ -441,18 +441,29 @@ mod tests {
         assert!(s.files.iter().any(|(p, _)| p == "b.sh"));
         let huge = "x".repeat(MAX_FILE_TEXT + 1);
         s.remember_files(&[("b.sh".into(), FileContent::Text(huge))]);
-        assert!(s.files.iter().all(|(p, _)| p != "b.sh"), "too large: forgotten");
+        assert!(
+            s.files.iter().all(|(p, _)| p != "b.sh"),
+            "too large: forgotten"
+        );
         // Overwritten with something unknown: forgotten.
         s.remember_files(&[("f9.sh".into(), FileContent::Unknown)]);
         assert!(s.files.iter().all(|(p, _)| p != "f9.sh"));
         // A download is remembered as one, and survives a round trip through JSON.
         s.remember_files(&[("i.sh".into(), FileContent::Fetched)]);
         let back: Session = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
-        assert!(back.files().contains(&("i.sh".to_string(), FileContent::Fetched)));
+        assert!(
+            back.files()
+                .contains(&("i.sh".to_string(), FileContent::Fetched))
+        );
         // Sessions stored before files were remembered still load.
         let mut old = serde_json::to_value(Session::default()).unwrap();
         old.as_object_mut().unwrap().remove("files");
-        assert!(serde_json::from_value::<Session>(old).unwrap().files.is_empty());
+        assert!(
+            serde_json::from_value::<Session>(old)
+                .unwrap()
+                .files
+                .is_empty()
+        );
     }
 
     #[test]

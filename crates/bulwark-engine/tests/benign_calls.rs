@@ -48,7 +48,9 @@ fn bfcl_ground_truth_calls() {
         h.advance(1000);
         let d = h.req(session, r["tool"].as_str().unwrap(), r["args"].clone());
         for t in [
-            halves.entry(r["half"].as_str().unwrap().to_string()).or_default(),
+            halves
+                .entry(r["half"].as_str().unwrap().to_string())
+                .or_default(),
             families
                 .entry(r["family"].as_str().unwrap().to_string())
                 .or_default(),
@@ -88,7 +90,10 @@ fn bfcl_ground_truth_calls() {
         );
     }
     let total: usize = halves.values().map(|t| t.n).sum();
-    assert!(total >= 2000, "{total} calls; the benchmark needs at least 2,000");
+    assert!(
+        total >= 2000,
+        "{total} calls; the benchmark needs at least 2,000"
+    );
     for (name, t) in &halves {
         assert!(
             t.block as f64 <= MAX_BLOCKED * t.n as f64,

@@ -712,7 +712,14 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
     } else if p::SHELLS.contains(&name.as_str())
         || matches!(
             name.as_str(),
-            "set" | "export" | "declare" | "local" | "typeset" | "readonly" | "alias" | "unset"
+            "set"
+                | "export"
+                | "declare"
+                | "local"
+                | "typeset"
+                | "readonly"
+                | "alias"
+                | "unset"
                 | "eval"
         )
     {
@@ -1383,8 +1390,25 @@ fn permission_wreck(
         return;
     }
     const SYSTEM: &[&str] = &[
-        "bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "proc", "root", "sbin", "sys",
-        "usr", "var", "home", "Users", "System", "Library", "Applications", "private",
+        "bin",
+        "boot",
+        "dev",
+        "etc",
+        "lib",
+        "lib32",
+        "lib64",
+        "proc",
+        "root",
+        "sbin",
+        "sys",
+        "usr",
+        "var",
+        "home",
+        "Users",
+        "System",
+        "Library",
+        "Applications",
+        "private",
     ];
     let wrecked: Vec<&String> = targets
         .iter()
@@ -1701,11 +1725,16 @@ fn git(inv: &mut Invocation, sub: &str, a: &crate::argv::Argv, args: &[String]) 
                 None => Vec::new(),
             };
             let broad = |x: &str| {
-                matches!(x, "." | "./" | ".." | "*" | ":/" | ":" | "/") || x.contains(['*', '?'])
+                matches!(x, "." | "./" | ".." | "*" | ":/" | ":" | "/")
+                    || x.contains(['*', '?'])
                     || x.starts_with(":(")
             };
             let discards_all = dashdash.is_some() && paths.is_empty();
-            if has("f") || discards_all || args.iter().any(|x| broad(x)) || paths.iter().any(|x| broad(x)) {
+            if has("f")
+                || discards_all
+                || args.iter().any(|x| broad(x))
+                || paths.iter().any(|x| broad(x))
+            {
                 inv.because(
                     Cap::ExecIrreversible,
                     "git checkout discards uncommitted changes",

@@ -50,9 +50,7 @@ mod windows;
 pub mod words;
 
 pub use ast::*;
-pub use model::{
-    Analysis, Cap, Caps, FileContent, Invocation, PREDICATES, Reason, is_predicate,
-};
+pub use model::{Analysis, Cap, Caps, FileContent, Invocation, PREDICATES, Reason, is_predicate};
 pub use parse::{ParseError, parse};
 pub use sql::{SqlAnalysis, SqlContext, SqlStatement, analyse_sql, looks_like_sql, sql_in};
 pub use walk::{MAX_INVOCATIONS, MAX_NESTING};

@@ -1467,7 +1467,13 @@ impl Walker {
                     dynamic: false,
                     from: Output::Nothing,
                 }];
-                self.invoke(words, ctx.with(label), Stdin::Text(text), Io::default(), &[])
+                self.invoke(
+                    words,
+                    ctx.with(label),
+                    Stdin::Text(text),
+                    Io::default(),
+                    &[],
+                )
             }
             None => self.nested_with(&text, &ctx.with(label), stdin, Some(params)),
         }
@@ -2052,7 +2058,10 @@ fn git_command_key(key: &str) -> bool {
 /// when they start with `!`; a credential helper only when it does or is a path; an editor
 /// or pager that is a plain program and a workspace hooks directory (husky's `.husky`) are
 /// ordinary settings.
-fn git_commands(inv: &Invocation) -> (Vec<(String, String)>, Vec<(String, String)>) {
+/// Git settings that name a command: (key, command text).
+type GitCommands = Vec<(String, String)>;
+
+fn git_commands(inv: &Invocation) -> (GitCommands, GitCommands) {
     let a = &inv.argv;
     let command = |key: &str, value: &str| -> Option<String> {
         let k = key.to_ascii_lowercase();
@@ -2077,10 +2086,20 @@ fn git_commands(inv: &Invocation) -> (Vec<(String, String)>, Vec<(String, String
         let reading = inv.words.iter().any(|w| {
             matches!(
                 w.as_str(),
-                "--get" | "--get-all" | "--get-regexp" | "--list" | "-l" | "--unset"
-                    | "--unset-all" | "--remove-section" | "--show-origin"
+                "--get"
+                    | "--get-all"
+                    | "--get-regexp"
+                    | "--list"
+                    | "-l"
+                    | "--unset"
+                    | "--unset-all"
+                    | "--remove-section"
+                    | "--show-origin"
             )
-        }) || matches!(args.first().map(String::as_str), Some("get" | "list" | "unset"));
+        }) || matches!(
+            args.first().map(String::as_str),
+            Some("get" | "list" | "unset")
+        );
         let args = match args.first().map(String::as_str) {
             Some("set") => &args[1..],
             _ => args,
@@ -2098,10 +2117,28 @@ fn git_commands(inv: &Invocation) -> (Vec<(String, String)>, Vec<(String, String
                     !c.contains([';', '|', '&', '$', '`', '>', '<', '('])
                         && matches!(
                             first.as_str(),
-                            "vim" | "vi" | "nvim" | "nano" | "emacs" | "code" | "subl" | "less"
-                                | "more" | "cat" | "delta" | "diff-so-fancy" | "bat" | "most"
-                                | "ssh" | "cache" | "store" | "osxkeychain" | "manager"
-                                | "manager-core" | "libsecret" | "gh"
+                            "vim"
+                                | "vi"
+                                | "nvim"
+                                | "nano"
+                                | "emacs"
+                                | "code"
+                                | "subl"
+                                | "less"
+                                | "more"
+                                | "cat"
+                                | "delta"
+                                | "diff-so-fancy"
+                                | "bat"
+                                | "most"
+                                | "ssh"
+                                | "cache"
+                                | "store"
+                                | "osxkeychain"
+                                | "manager"
+                                | "manager-core"
+                                | "libsecret"
+                                | "gh"
                         )
                 };
                 if k.starts_with("alias.") || !plain(&c) {

@@ -121,10 +121,42 @@ const VERBS: &[(&str, &str)] = &[
 
 /// Verbs only cmd.exe has (a switch or a backslash path after one marks a Windows line).
 const CMD_ONLY: &[&str] = &[
-    "dir", "del", "erase", "rd", "copy", "xcopy", "robocopy", "move", "ren", "md", "type",
-    "findstr", "cls", "ver", "ipconfig", "tasklist", "taskkill", "systeminfo", "format",
-    "attrib", "icacls", "takeown", "reg", "sc", "schtasks", "netsh", "wmic", "bcdedit",
-    "vssadmin", "cipher", "certutil", "bitsadmin", "cmd", "where", "fc", "rename",
+    "dir",
+    "del",
+    "erase",
+    "rd",
+    "copy",
+    "xcopy",
+    "robocopy",
+    "move",
+    "ren",
+    "md",
+    "type",
+    "findstr",
+    "cls",
+    "ver",
+    "ipconfig",
+    "tasklist",
+    "taskkill",
+    "systeminfo",
+    "format",
+    "attrib",
+    "icacls",
+    "takeown",
+    "reg",
+    "sc",
+    "schtasks",
+    "netsh",
+    "wmic",
+    "bcdedit",
+    "vssadmin",
+    "cipher",
+    "certutil",
+    "bitsadmin",
+    "cmd",
+    "where",
+    "fc",
+    "rename",
 ];
 
 fn verb(token: &str) -> String {
@@ -229,13 +261,21 @@ fn command(tokens: &[String]) -> Option<String> {
         .find(|(w, _)| *w == v)
         .map(|(_, t)| *t)
         .unwrap_or("");
-    let name = if twin.is_empty() { v.clone() } else { twin.to_string() };
+    let name = if twin.is_empty() {
+        v.clone()
+    } else {
+        twin.to_string()
+    };
     let switches: Vec<String> = tokens[1..]
         .iter()
         .filter(|t| is_switch(t))
         .map(|t| t[1..].to_ascii_lowercase())
         .collect();
-    let has = |s: &str| switches.iter().any(|x| x == s || x.starts_with(&format!("{s}:")));
+    let has = |s: &str| {
+        switches
+            .iter()
+            .any(|x| x == s || x.starts_with(&format!("{s}:")))
+    };
     let operands: Vec<&String> = tokens[1..].iter().filter(|t| !is_switch(t)).collect();
     if v == "cmd" {
         // `cmd /c LINE`, `cmd /k LINE`: the rest is a line of its own.
@@ -390,7 +430,10 @@ mod tests {
     fn windows_lines_become_the_commands_they_name() {
         for (cmd, want) in [
             (r"dir C:\", Some("ls /")),
-            (r"dir /s C:\Users\me\project", Some("ls -R /Users/me/project")),
+            (
+                r"dir /s C:\Users\me\project",
+                Some("ls -R /Users/me/project"),
+            ),
             (r"type src\main.rs", Some("cat src/main.rs")),
             (r"del /s /q C:\", Some("rm -r -f /")),
             (r"rd /s /q %USERPROFILE%", Some("rm -r -f ~")),

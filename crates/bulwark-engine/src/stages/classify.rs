@@ -395,9 +395,7 @@ fn object_method(name: &str, entry: catalogue::Entry, args: &Value) -> bool {
         && entry.kind == Kind::Fetch
         && json::fields_deep(args, catalogue::URL_KEYS).is_empty()
         && json::fields_deep(args, catalogue::HOST_KEYS).is_empty()
-        && !json::strings(args)
-            .into_iter()
-            .any(|s| looks_like_destination(s))
+        && !json::strings(args).into_iter().any(looks_like_destination)
 }
 
 fn sql_context(pointer: &str) -> bulwark_shell::SqlContext {
