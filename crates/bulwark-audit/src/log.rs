@@ -155,6 +155,9 @@ struct Inner {
 /// An open audit log.
 pub struct AuditLog {
     path: PathBuf,
+    /// The log's name in the telemetry store: its absolute path, the same from any
+    /// directory a front starts in.
+    telemetry_name: String,
     keys: AuditKeys,
     mac_key: record::MacKey,
     opts: Options,
@@ -299,6 +302,10 @@ impl AuditLog {
         };
         let log = AuditLog {
             path: path.to_path_buf(),
+            telemetry_name: std::fs::canonicalize(path)
+                .unwrap_or_else(|_| path.to_path_buf())
+                .to_string_lossy()
+                .into_owned(),
             mac_key: record::MacKey::new(&keys.hmac),
             queue: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
@@ -391,6 +398,16 @@ impl AuditLog {
         let mut g = self.lock();
         g.telemetry = Some(sink);
         g.telemetry_thread = Some(thread);
+    }
+
+    /// What the telemetry store must hold of this log: every decision recorded so far
+    /// (before this process adds rows itself), for [`crate::telemetry::start_for`].
+    pub fn telemetry_source(&self) -> crate::telemetry::Source {
+        crate::telemetry::Source {
+            log: self.telemetry_name.clone(),
+            file: self.path.clone(),
+            upto: self.lock().chain.seq,
+        }
     }
 
     /// Telemetry rows (queued, dropped because the store's queue was full).
@@ -572,7 +589,8 @@ impl AuditLog {
     }
 
     fn seal(&self, g: &mut Inner, q: &Queued) {
-        let content = decision_content(q, g.chain.seq + 1);
+        let seq = g.chain.seq + 1;
+        let content = decision_content(q, seq);
         let line = record::seal_content_with(&mut g.chain, &self.mac_key, content);
         g.buf.extend_from_slice(line.as_bytes());
         g.buf.push(b'\n');
@@ -594,6 +612,8 @@ impl AuditLog {
                 rule_id: d.rule_id.clone(),
                 severity: d.severity.map(|s| s.as_str().to_string()),
                 eval_us: d.eval_us,
+                log: Some(self.telemetry_name.clone()),
+                seq: Some(seq),
             });
         }
     }

@@ -5,6 +5,12 @@
 //! dropped and counted (`telemetry_dropped`), because telemetry must never slow a call. A
 //! thread drains the queue in transactions. The tamper-evident record is the audit log;
 //! this store is for questions ("what was blocked in the last hour, by which rule?").
+//!
+//! The audit log is the truth: a row lost on the way (a full queue, or rows still queued
+//! when the process was killed) is rebuilt from it. Each row names its log and record
+//! (`log`, `seq`); when a front starts, the writer first walks the log's decision records
+//! it has not checked yet ([`Source`]) and inserts those the store lacks, counting them as
+//! `telemetry_recovered`, before it takes new rows.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -71,6 +77,22 @@ pub struct Row {
     pub severity: Option<String>,
     /// Evaluation time in microseconds.
     pub eval_us: u64,
+    /// The audit log the decision is recorded in (its path), if any.
+    pub log: Option<String>,
+    /// The decision's record number in that log.
+    pub seq: Option<u64>,
+}
+
+/// An audit log whose decisions the store must hold: those numbered up to `upto` are
+/// checked against it when the writer starts.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// The log's name in the store (its path).
+    pub log: String,
+    /// The log file.
+    pub file: PathBuf,
+    /// The last record written before this process began adding rows itself.
+    pub upto: u64,
 }
 
 /// The sending side, cheap to clone.
@@ -142,7 +164,169 @@ pub fn open_db(path: &Path) -> Result<Connection, TelemetryError> {
          CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
     )
     .map_err(sql(path))?;
+    // Stores made before rows named their record gain the columns.
+    let has_seq: bool = c
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('decisions') WHERE name = 'seq'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(sql(path))?
+        > 0;
+    if !has_seq {
+        c.execute_batch(
+            "ALTER TABLE decisions ADD COLUMN log TEXT;
+             ALTER TABLE decisions ADD COLUMN seq INTEGER;",
+        )
+        .map_err(sql(path))?;
+    }
+    c.execute_batch("CREATE INDEX IF NOT EXISTS decisions_record ON decisions(log, seq);")
+        .map_err(sql(path))?;
     Ok(c)
+}
+
+/// What [`reconcile`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Decision records read.
+    pub checked: u64,
+    /// Rows the store lacked, now inserted.
+    pub recovered: u64,
+}
+
+/// Inserts the decisions of `source` (records after the last reconciliation, up to
+/// `source.upto`) that the store lacks, and remembers how far it got.
+///
+/// A record that does not parse is skipped (verifying the log is `bulwark audit verify`'s
+/// work, not this one's); a log shorter than what was reconciled before was replaced, and
+/// is read from its start.
+pub fn reconcile(conn: &mut Connection, source: &Source) -> Result<Reconciled, TelemetryError> {
+    use std::io::BufRead;
+    let db = PathBuf::from(conn.path().unwrap_or("telemetry"));
+    let err = sql(&db);
+    let mark = format!("reconciled:{}", source.log);
+    let mut from: u64 = conn
+        .query_row(
+            "SELECT value FROM counters WHERE name = ?1",
+            params![mark],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|v| v.max(0) as u64)
+        .unwrap_or(0);
+    if from > source.upto {
+        from = 0;
+    }
+    let mut done = Reconciled::default();
+    // Rows past the log's end were queued for records the process never wrote (it died
+    // between sealing and writing them): the log does not have them, so neither may the
+    // store — and the numbers go to the records this process writes next.
+    conn.execute(
+        "DELETE FROM decisions WHERE log = ?1 AND seq > ?2",
+        params![source.log, source.upto as i64],
+    )
+    .map_err(&err)?;
+    if from >= source.upto {
+        return Ok(done);
+    }
+    let file = match std::fs::File::open(&source.file) {
+        Ok(f) => f,
+        Err(_) => return Ok(done),
+    };
+    let tx = conn.transaction().map_err(&err)?;
+    {
+        let mut exists = tx
+            .prepare_cached("SELECT 1 FROM decisions WHERE log = ?1 AND seq = ?2 LIMIT 1")
+            .map_err(&err)?;
+        let mut insert_row = tx.prepare_cached(INSERT).map_err(&err)?;
+        // Lines are bounded: a record is a decision, not a payload.
+        let reader = std::io::BufReader::new(file);
+        for line in reader.split(b'\n') {
+            let Ok(line) = line else { break };
+            let Some(row) = row_of_record(&line, &source.log) else {
+                continue;
+            };
+            let seq = row.seq.unwrap_or(0);
+            if seq <= from {
+                continue;
+            }
+            if seq > source.upto {
+                break;
+            }
+            done.checked += 1;
+            let present = exists
+                .exists(params![source.log, seq as i64])
+                .map_err(&err)?;
+            if !present {
+                execute_insert(&mut insert_row, &row).map_err(&err)?;
+                done.recovered += 1;
+            }
+        }
+    }
+    tx.execute(
+        "INSERT INTO counters (name, value) VALUES (?1, ?2)
+         ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+        params![mark, source.upto as i64],
+    )
+    .map_err(&err)?;
+    tx.execute(
+        "INSERT INTO counters (name, value) VALUES ('telemetry_recovered', ?1)
+         ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+        params![done.recovered as i64],
+    )
+    .map_err(&err)?;
+    tx.commit().map_err(&err)?;
+    Ok(done)
+}
+
+/// The telemetry row of one audit log line, when it is a decision record.
+fn row_of_record(line: &[u8], log: &str) -> Option<Row> {
+    let v: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if v.get("type")?.as_str()? != "decision" {
+        return None;
+    }
+    let text =
+        |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    let d = v.get("decision")?;
+    Some(Row {
+        ts: v.get("ts")?.as_u64()?,
+        front: text(&v, "front").unwrap_or_default(),
+        session: text(&v, "session").unwrap_or_default(),
+        principal: text(&v, "principal"),
+        server: text(&v, "server"),
+        tool: text(&v, "tool")
+            .or_else(|| text(d, "tool"))
+            .unwrap_or_default(),
+        direction: text(&v, "direction").unwrap_or_default(),
+        decision: text(d, "decision")?,
+        reason_code: text(d, "reason_code"),
+        rule_id: text(d, "rule_id"),
+        severity: text(d, "severity"),
+        eval_us: d.get("eval_us").and_then(|x| x.as_u64()).unwrap_or(0),
+        log: Some(log.to_string()),
+        seq: Some(v.get("seq")?.as_u64()?),
+    })
+}
+
+const INSERT: &str = "INSERT INTO decisions (ts, front, session, principal, server, tool, direction, decision, reason_code, rule_id, severity, eval_us, log, seq)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+
+fn execute_insert(st: &mut rusqlite::CachedStatement<'_>, r: &Row) -> rusqlite::Result<usize> {
+    st.execute(params![
+        r.ts as i64,
+        r.front,
+        r.session,
+        r.principal,
+        r.server,
+        r.tool,
+        r.direction,
+        r.decision,
+        r.reason_code,
+        r.rule_id,
+        r.severity,
+        r.eval_us as i64,
+        r.log,
+        r.seq.map(|s| s as i64)
+    ])
 }
 
 /// Starts the store: a sink for fronts and the thread that writes what it receives.
@@ -151,7 +335,18 @@ pub fn start(
     retention: Retention,
     capacity: usize,
 ) -> Result<(Sink, std::thread::JoinHandle<()>), TelemetryError> {
-    let conn = open_db(path)?;
+    start_for(path, retention, capacity, None)
+}
+
+/// [`start`], with the writer first rebuilding what the store lacks of `source`'s
+/// decisions ([`reconcile`]); rows sent meanwhile wait in the queue.
+pub fn start_for(
+    path: &Path,
+    retention: Retention,
+    capacity: usize,
+    source: Option<Source>,
+) -> Result<(Sink, std::thread::JoinHandle<()>), TelemetryError> {
+    let mut conn = open_db(path)?;
     let (tx, rx) = sync_channel(capacity.max(1));
     let dropped = Arc::new(AtomicU64::new(0));
     let depth = Arc::new(AtomicU64::new(0));
@@ -161,7 +356,23 @@ pub fn start(
         depth: Arc::clone(&depth),
     };
     let path = path.to_path_buf();
-    let handle = std::thread::spawn(move || writer(conn, &path, rx, retention, &dropped, &depth));
+    let handle = std::thread::spawn(move || {
+        if let Some(source) = source {
+            match reconcile(&mut conn, &source) {
+                Ok(r) if r.recovered > 0 => eprintln!(
+                    "bulwark: telemetry store {}: {} decisions missing from it were rebuilt from the audit log {}",
+                    path.display(),
+                    r.recovered,
+                    source.file.display()
+                ),
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("bulwark: telemetry store: reconciling with the audit log: {e}")
+                }
+            }
+        }
+        writer(conn, &path, rx, retention, &dropped, &depth)
+    });
     Ok((sink, handle))
 }
 
@@ -225,25 +436,9 @@ fn writer(
 fn insert(conn: &mut Connection, rows: &[Row], dropped: u64) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     {
-        let mut st = tx.prepare_cached(
-            "INSERT INTO decisions (ts, front, session, principal, server, tool, direction, decision, reason_code, rule_id, severity, eval_us)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        )?;
+        let mut st = tx.prepare_cached(INSERT)?;
         for r in rows {
-            st.execute(params![
-                r.ts as i64,
-                r.front,
-                r.session,
-                r.principal,
-                r.server,
-                r.tool,
-                r.direction,
-                r.decision,
-                r.reason_code,
-                r.rule_id,
-                r.severity,
-                r.eval_us as i64
-            ])?;
+            execute_insert(&mut st, r)?;
         }
         tx.execute(
             "INSERT INTO counters (name, value) VALUES ('telemetry_dropped', ?1)
@@ -327,6 +522,7 @@ pub fn query(conn: &Connection, f: &Filter) -> rusqlite::Result<Vec<Row>> {
             rule_id: r.get(9)?,
             severity: r.get(10)?,
             eval_us: r.get::<_, i64>(11)? as u64,
+            ..Row::default()
         })
     })?;
     rows.collect()
@@ -349,6 +545,9 @@ pub struct Stats {
     pub eval_us: [u64; 4],
     /// Rows the fronts dropped because the queue was full.
     pub dropped: u64,
+    /// Rows rebuilt from audit logs because the store lacked them (dropped, or lost when a
+    /// process was killed with rows still queued).
+    pub recovered: u64,
 }
 
 /// Counts by decision, rule, tool and front, and latency percentiles.
@@ -384,14 +583,17 @@ pub fn stats(conn: &Connection, f: &Filter) -> rusqlite::Result<Stats> {
         };
         s.eval_us = [pct(0.5)?, pct(0.9)?, pct(0.99)?, pct(1.0)?];
     }
-    s.dropped = conn
-        .query_row(
-            "SELECT value FROM counters WHERE name = 'telemetry_dropped'",
-            [],
+    let counter = |name: &str| {
+        conn.query_row(
+            "SELECT value FROM counters WHERE name = ?1",
+            params![name],
             |r| r.get::<_, i64>(0),
         )
-        .map(|v| v as u64)
-        .unwrap_or(0);
+        .map(|v| v.max(0) as u64)
+        .unwrap_or(0)
+    };
+    s.dropped = counter("telemetry_dropped");
+    s.recovered = counter("telemetry_recovered");
     Ok(s)
 }
 

@@ -1,7 +1,10 @@
 //! The Unix-socket front: many concurrent clients, one JSON-RPC request per line, replies
 //! in order on each connection.
 //!
-//! Every wait and buffer is bounded: connections ([`Limits::max_connections`]), line length
+//! Every wait and buffer is bounded: connections ([`Limits::max_connections`], a share
+//! per user id when the policy lets several users in, idle connections closed to make
+//! room for new clients and after two seconds when three quarters full —
+//! [`bulwark_listen::slots`]), line length
 //! ([`Limits::max_line`]), requests per second per connection ([`Limits::per_second`]),
 //! idle time ([`Limits::idle`]) and write time ([`Limits::write`]). The socket is created
 //! owner-only (or open to others when the policy lists other user ids, which the kernel's
@@ -15,10 +18,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use bulwark_listen::{Slot, Slots};
 use thiserror::Error;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::Semaphore;
 
 use crate::rpc::{self, RpcError};
 use crate::service::{Peer, Service};
@@ -36,6 +39,9 @@ pub struct Limits {
     pub idle: Duration,
     /// A reply that cannot be written in this long closes the connection.
     pub write: Duration,
+    /// Stop serving after this long with no connection open (a daemon a hook started for
+    /// itself, which nobody stops); `None` serves until told to stop.
+    pub exit_when_idle: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -46,6 +52,7 @@ impl Default for Limits {
             per_second: 5000,
             idle: Duration::from_secs(300),
             write: Duration::from_secs(10),
+            exit_when_idle: None,
         }
     }
 }
@@ -64,8 +71,71 @@ pub enum ServeError {
     Io(PathBuf, io::Error),
 }
 
+/// The longest socket path every Unix takes (`sun_path` is 104 bytes on macOS and the BSDs,
+/// 108 on Linux, the terminating NUL included).
+pub const MAX_SOCKET_PATH: usize = 103;
+
+/// The socket a daemon and its hooks agree on for `state_dir`: `STATE_DIR/bulwark.sock`,
+/// or — when that path is too long to bind — `bulwark-DIGEST.sock` (a digest of the state
+/// directory) in a private directory of the user's: `$XDG_RUNTIME_DIR`, else
+/// `/tmp/bulwark-UID`, created mode 0700 and refused unless it is the user's own and
+/// private, since a socket someone else planted there would answer the hooks.
+pub fn default_socket(state_dir: &Path) -> Result<PathBuf, ServeError> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::ffi::OsStrExt;
+    let plain = state_dir.join("bulwark.sock");
+    if plain.as_os_str().len() <= MAX_SOCKET_PATH {
+        return Ok(plain);
+    }
+    let digest = Sha256::digest(state_dir.as_os_str().as_bytes());
+    let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let uid = own_uid().unwrap_or(0);
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(d) if d.is_absolute() && d.as_os_str().len() + 30 <= MAX_SOCKET_PATH => d,
+        _ => PathBuf::from(format!("/tmp/bulwark-{uid}")),
+    };
+    let short = dir.join(format!("bulwark-{name}.sock"));
+    let private = |e: String| ServeError::Io(dir.clone(), io::Error::other(e));
+    {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(ServeError::Io(dir.clone(), e)),
+        }
+        let meta = std::fs::symlink_metadata(&dir).map_err(|e| ServeError::Io(dir.clone(), e))?;
+        if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+            return Err(private(format!(
+                "the state directory's socket path is longer than {MAX_SOCKET_PATH} bytes, and \
+                 the short place for it is not a private directory of user {uid}; pass --socket \
+                 or a shorter --state-dir"
+            )));
+        }
+    }
+    Ok(short)
+}
+
+/// A socket path too long to bind, as an error that says what to do.
+pub fn check_length(path: &Path) -> Result<(), ServeError> {
+    let n = path.as_os_str().len();
+    if n > MAX_SOCKET_PATH {
+        return Err(ServeError::Io(
+            path.to_path_buf(),
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a Unix socket path may be at most {MAX_SOCKET_PATH} bytes, this one is {n}; \
+                     choose a shorter --socket"
+                ),
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Binds the socket, replacing a stale one, with permissions for `uids`.
 pub fn bind(path: &Path, uids: &[u32]) -> Result<UnixListener, ServeError> {
+    check_length(path)?;
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {
             return Err(ServeError::NotASocket(path.to_path_buf()));
@@ -114,11 +184,35 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    // One user holds every place when the socket is only its own (and root's); several
+    // users listed in the policy get a quarter each.
+    let shared = !service
+        .gate()
+        .engine()
+        .policy()
+        .identities
+        .unix_uids
+        .is_empty();
+    let mut bounds = bulwark_listen::Limits::for_max(limits.max_connections);
+    if !shared {
+        bounds.per_peer = bounds.max;
+    }
+    let slots: Arc<Slots<u32>> = Slots::new(bounds);
+    let reaper = slots.spawn_reaper();
     tokio::pin!(shutdown);
+    let mut idle_since = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
+            _ = tick.tick(), if limits.exit_when_idle.is_some() => {
+                if service.stats.open_connections.load(Ordering::Relaxed) > 0 {
+                    idle_since = Instant::now();
+                } else if limits.exit_when_idle.is_some_and(|d| idle_since.elapsed() >= d) {
+                    eprintln!("bulwark daemon: no client for {} s; stopping", idle_since.elapsed().as_secs());
+                    break;
+                }
+            }
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else {
                     // Out of descriptors, typically: retrying at once would spin.
@@ -126,22 +220,29 @@ pub async fn serve(
                     continue;
                 };
                 service.stats.connections.fetch_add(1, Ordering::Relaxed);
-                let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
-                    service.stats.refused.fetch_add(1, Ordering::Relaxed);
-                    tokio::spawn(refuse(stream, RpcError::new(rpc::RATE_LIMITED, format!("too many connections (limit {})", limits.max_connections)), limits.write));
-                    continue;
+                // Counted against its user: an unreadable credential is a user of its own,
+                // refused later by `allowed`.
+                let uid = stream.peer_cred().ok().map_or(u32::MAX, |c| c.uid());
+                let slot = match slots.admit(uid) {
+                    Ok(slot) => slot,
+                    Err(why) => {
+                        service.stats.refused.fetch_add(1, Ordering::Relaxed);
+                        tokio::spawn(refuse(stream, RpcError::new(rpc::RATE_LIMITED, why.to_string()), limits.write));
+                        continue;
+                    }
                 };
                 let service = Arc::clone(&service);
                 let limits = limits.clone();
                 tokio::spawn(async move {
                     service.stats.open_connections.fetch_add(1, Ordering::Relaxed);
-                    connection(stream, &service, &limits).await;
+                    connection(stream, &service, &limits, &slot).await;
                     service.stats.open_connections.fetch_sub(1, Ordering::Relaxed);
-                    drop(permit);
+                    drop(slot);
                 });
             }
         }
     }
+    reaper.abort();
     let _ = std::fs::remove_file(&path);
 }
 
@@ -150,7 +251,7 @@ async fn refuse(mut stream: UnixStream, e: RpcError, write: Duration) {
     let _ = tokio::time::timeout(write, stream.write_all(line.as_bytes())).await;
 }
 
-async fn connection(stream: UnixStream, service: &Service, limits: &Limits) {
+async fn connection(stream: UnixStream, service: &Service, limits: &Limits, slot: &Slot<u32>) {
     let cred = stream.peer_cred().ok();
     let peer = Peer {
         uid: cred.map(|c| c.uid()),
@@ -180,10 +281,16 @@ async fn connection(stream: UnixStream, service: &Service, limits: &Limits) {
         buf.clear();
         let mut limited = (&mut reader).take(limits.max_line as u64 + 1);
         let read = limited.read_until(b'\n', &mut buf);
-        let n = match tokio::time::timeout(limits.idle, read).await {
-            Ok(Ok(0)) | Err(_) | Ok(Err(_)) => return,
-            Ok(Ok(n)) => n,
+        let n = tokio::select! {
+            r = tokio::time::timeout(limits.idle, read) => match r {
+                Ok(Ok(0)) | Err(_) | Ok(Err(_)) => return,
+                Ok(Ok(n)) => n,
+            },
+            // Idle, and its place is needed by a new client.
+            _ = slot.closed() => return,
         };
+        // A line is in: busy until its answer is written.
+        let _busy = slot.busy();
         let reply = if n > limits.max_line && !buf.ends_with(b"\n") {
             // Drop the rest of the oversized line, bounded by the idle timeout.
             let mut sink = Vec::new();

@@ -104,7 +104,9 @@ impl Service {
         let result = match req.method.as_str() {
             "evaluate" => self.evaluate(&req.params, peer),
             "check" => self.check(&req.params, peer),
-            "ping" => Ok(json!({"pong": true, "policy_version": self.gate.policy_version()})),
+            "ping" => Ok(
+                json!({"pong": true, "policy_version": self.gate.policy_version(), "pid": std::process::id()}),
+            ),
             "stats" => Ok(self.stats_json()),
             "reload" => self.reload(),
             other => Err(RpcError::new(
@@ -186,17 +188,27 @@ impl Service {
                 "time_ms: not accepted over the socket; the daemon's own clock is used",
             ));
         }
+        // `delivered: true` (a hook's PostToolUse): the result has reached the agent whatever
+        // is decided, so its taint is kept even when it is blocked. It can only add taint.
+        let mut params = params.clone();
+        let delivered = params
+            .as_object_mut()
+            .and_then(|o| o.remove("delivered"))
+            .is_some_and(|v| v == Value::Bool(true));
         let d = match self.gate.parse_line(&params.to_string()) {
             Ok(mut l) => {
                 l.call.principal = peer.principal();
                 let taint = l.session_taint.iter().copied().collect();
                 // A hook decides through here: its agent asks its user, not the desk.
-                self.gate
+                let mut ask = self
+                    .gate
                     .call(&l.call)
                     .tainted(taint)
-                    .person(Person::Caller)
-                    .decide()
-                    .decision
+                    .person(Person::Caller);
+                if delivered {
+                    ask = ask.delivered();
+                }
+                ask.decide().decision
             }
             Err(e) => {
                 let d = self.gate.invalid(&format!("not a call: {e}"));

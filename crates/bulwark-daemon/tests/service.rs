@@ -490,10 +490,22 @@ fn check_keeps_taint_a_session_had_before_a_flood() {
         let line = json!({"jsonrpc":"2.0","id":1,"method":"check","params":{"tool":tool,"session":session,"args":args}});
         result(&s, &line.to_string())
     };
-    call(
+    // Reading a private key is asked about first (issue 29 item 3); its result taints.
+    let asked = call(
         "victim",
         "read_file",
         json!({"path": "/home/u/.ssh/id_rsa"}),
+    );
+    assert_eq!(asked["decision"], "approve", "{asked}");
+    let line = json!({"jsonrpc":"2.0","id":1,"method":"check","params":{"tool":"read_file","session":"victim","args":{"path": "/home/u/.ssh/id_rsa"},"direction":"response","result":"(the key)"}});
+    let read = result(&s, &line.to_string());
+    assert!(
+        read["taint"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "private-data"),
+        "{read}"
     );
     for i in 0..100 {
         call(&format!("flood-{i}"), "bash", json!({"command": "ls"}));

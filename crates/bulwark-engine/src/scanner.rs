@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use bulwark_policy::{ContentCategory, Severity};
+use serde_json::Value;
 
 use crate::call::Direction;
 
@@ -51,6 +52,33 @@ pub struct ScanOutput {
 pub trait ContentScanner: Send + Sync + std::fmt::Debug {
     /// Scans the payload.
     fn scan(&self, input: &ScanInput<'_>) -> ScanOutput;
+
+    /// Findings for behaviour hints in a tool definition's `annotations` (MCP's
+    /// `readOnlyHint`, `destructiveHint`, `openWorldHint`) that its own description
+    /// contradicts; spans are in `description`, and `string` is left 0 for the caller to
+    /// set. Scanners that do not read hints find nothing.
+    fn annotation_conflicts(
+        &self,
+        _description: &str,
+        _annotations: &Value,
+    ) -> Vec<ContentFinding> {
+        Vec::new()
+    }
+}
+
+/// The behaviour hints of a definition: under `annotations` (the MCP field) or, when a
+/// front passes the annotations object itself, at the top.
+fn hints(annotations: &Value) -> bulwark_scan::Hints {
+    let a = annotations
+        .get("annotations")
+        .filter(|v| v.is_object())
+        .unwrap_or(annotations);
+    let hint = |k: &str| a.get(k).and_then(Value::as_bool);
+    bulwark_scan::Hints {
+        read_only: hint("readOnlyHint"),
+        destructive: hint("destructiveHint"),
+        open_world: hint("openWorldHint"),
+    }
 }
 
 /// The built-in scanner (`bulwark-scan`), as the content stage's scanner.
@@ -173,6 +201,21 @@ impl ContentScanner for BuiltinScanner {
             }
         }
         out
+    }
+
+    fn annotation_conflicts(&self, description: &str, annotations: &Value) -> Vec<ContentFinding> {
+        self.scanner
+            .annotation_conflicts(description, hints(annotations))
+            .into_iter()
+            .map(|f| ContentFinding {
+                category: category(f.category),
+                rule_id: f.rule_id.to_string(),
+                severity: severity(f.severity),
+                string: 0,
+                span: [f.span.0, f.span.1],
+                label: f.label.to_string(),
+            })
+            .collect()
     }
 }
 

@@ -10,6 +10,7 @@
 //!     listen: "127.0.0.1:4001".into(),
 //!     upstream: "https://api.anthropic.com".into(),
 //!     max_body: bulwark_llm::proxy::MAX_BODY,
+//!     max_connections: bulwark_llm::proxy::MAX_CONNECTIONS,
 //!     upstream_key: None,
 //!     allow_host: Vec::new(),
 //!     provenance: false,
@@ -39,6 +40,9 @@ pub struct Config {
     pub upstream: String,
     /// Largest request body.
     pub max_body: usize,
+    /// Connections at once ([`crate::proxy::MAX_CONNECTIONS`] by default); a quarter of
+    /// them per client address, idle ones giving way to new clients.
+    pub max_connections: usize,
     /// The operator's key for the upstream: the header it goes in and the key.
     pub upstream_key: Option<(HeaderName, String)>,
     /// Host names clients may use besides the loopback names (on loopback).
@@ -95,6 +99,7 @@ impl Front {
             listen,
             upstream,
             max_body,
+            max_connections,
             upstream_key,
             allow_host,
             provenance,
@@ -155,7 +160,8 @@ impl Front {
                         .collect()
                 }),
             },
-        )?;
+        )?
+        .with_listen_limits(bulwark_listen::http::HttpLimits::for_max(max_connections));
         if !addr.ip().is_loopback() {
             eprintln!(
                 "bulwark proxy: WARNING: serving on {addr}, which is not loopback; anyone who can reach it can use the upstream through it"

@@ -31,6 +31,15 @@ pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
 /// Largest single event in an upstream stream.
 pub const MAX_EVENT: usize = 4 * 1024 * 1024;
 
+/// Connections at once, by default (the MCP listener's bound).
+pub const MAX_CONNECTIONS: usize = 512;
+/// How long a request body may take to arrive.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes of whole (not streamed) answers held at once — read from the upstream and not
+/// yet written to their clients. A request that would go over waits for room, for at most
+/// the request timeout; so answers nobody reads cannot fill memory, however many.
+pub const ANSWER_BUDGET: usize = 64 * 1024 * 1024;
+
 /// Most Responses API response ids whose taint is remembered.
 pub const MAX_RESPONSES: usize = 10_000;
 /// The header naming a session that keeps taint across requests.
@@ -79,6 +88,10 @@ pub struct Proxy {
     cfg: Config,
     results: Arc<ResultCache>,
     responses: Arc<Mutex<BoundedMap<String, TaintSet>>>,
+    /// Room for whole answers ([`ANSWER_BUDGET`] bytes).
+    answers: Arc<tokio::sync::Semaphore>,
+    /// The listener's bounds.
+    listen: bulwark_listen::http::HttpLimits,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -122,7 +135,15 @@ impl Proxy {
             cfg,
             results: Arc::new(ResultCache::default()),
             responses: Arc::new(Mutex::new(BoundedMap::new(MAX_RESPONSES))),
+            answers: Arc::new(tokio::sync::Semaphore::new(ANSWER_BUDGET)),
+            listen: bulwark_listen::http::HttpLimits::for_max(MAX_CONNECTIONS),
         })
+    }
+
+    /// The same proxy with other listener bounds (connections, head and write deadlines).
+    pub fn with_listen_limits(mut self, limits: bulwark_listen::http::HttpLimits) -> Proxy {
+        self.listen = limits;
+        self
     }
 
     /// The router serving every path.
@@ -130,21 +151,18 @@ impl Proxy {
         axum::Router::new().fallback(handle).with_state(self)
     }
 
-    /// Serves on `listener` until `shutdown` completes.
+    /// Serves on `listener` until `shutdown` completes, bounded as the MCP listener is
+    /// ([`bulwark_listen::http`]: connections, per client address, idle ones giving way,
+    /// head and write deadlines; TCP_NODELAY, without which a streamed answer's small
+    /// writes wait on the client's delayed ACK).
     pub async fn serve(
         self: Arc<Self>,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        use axum::serve::ListenerExt;
-        // Without TCP_NODELAY a streamed answer's small writes wait on the client's
-        // delayed ACK: 40 ms before the first event (measured in benches/proxy_load.rs).
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await
+        let limits = self.listen.clone();
+        bulwark_listen::http::serve(listener, self.router(), limits, shutdown, || {}).await;
+        Ok(())
     }
 
     fn timeout(&self) -> Duration {
@@ -255,7 +273,19 @@ impl Proxy {
                 &format!("the request body is over {} bytes", self.cfg.max_body),
             );
         }
-        let bytes = match axum::body::to_bytes(body, self.cfg.max_body).await {
+        let read =
+            tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, self.cfg.max_body));
+        let Ok(read) = read.await else {
+            return api_error(
+                api,
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "the request body did not arrive within {} s",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            );
+        };
+        let bytes = match read {
             Ok(b) => b,
             Err(e) => {
                 let over = std::error::Error::source(&e)
@@ -469,10 +499,11 @@ impl Proxy {
     ) -> Response {
         let status = resp.status();
         let headers = resp.headers().clone();
-        let bytes = match read_bounded(resp, MAX_ANSWER, self.timeout()).await {
-            Ok(b) => b,
-            Err(e) => return api_error(api, StatusCode::BAD_GATEWAY, &e),
-        };
+        let (bytes, room) =
+            match read_bounded(resp, MAX_ANSWER, self.timeout(), &self.answers).await {
+                Ok(b) => b,
+                Err(e) => return api_error(api, StatusCode::BAD_GATEWAY, &e),
+            };
         let mut body: Value = match serde_json::from_slice(&bytes) {
             Ok(v) => v,
             // An answer that cannot be read cannot be judged: it is not passed on.
@@ -503,7 +534,20 @@ impl Proxy {
         } else {
             bytes
         };
-        let mut r = Response::new(Body::from(out));
+        drop(body);
+        // The answer keeps its room until the body is done with: written, or dropped with
+        // its connection (which a client that does not read loses to the write deadline).
+        let held =
+            futures_util::stream::unfold((Some(out), Some(room)), |(data, room)| async move {
+                match data {
+                    Some(d) => Some((Ok::<Bytes, std::io::Error>(d), (None, room))),
+                    None => {
+                        drop(room);
+                        None
+                    }
+                }
+            });
+        let mut r = Response::new(Body::from_stream(held));
         *r.status_mut() = status;
         copy_headers(&headers, r.headers_mut());
         with_headers(r, extra)
@@ -708,25 +752,51 @@ async fn handle(State(p): State<Arc<Proxy>>, req: Request) -> Response {
     }
 }
 
+/// Reads a whole answer of at most `max` bytes, taking room for it from `budget` as it
+/// arrives (waiting, within `idle`, while other answers hold it); the room comes back
+/// with the answer.
 async fn read_bounded(
     resp: reqwest::Response,
     max: usize,
     idle: Duration,
-) -> Result<Bytes, String> {
+    budget: &Arc<tokio::sync::Semaphore>,
+) -> Result<(Bytes, tokio::sync::OwnedSemaphorePermit), String> {
     let mut out = Vec::new();
     let mut s = resp.bytes_stream();
+    let mut room = match budget.clone().try_acquire_many_owned(0) {
+        Ok(p) => p,
+        Err(_) => return Err("the proxy is shutting down".into()),
+    };
     loop {
         match tokio::time::timeout(idle, s.next()).await {
             Ok(Some(Ok(chunk))) => {
                 if out.len() + chunk.len() > max {
                     return Err(format!("the upstream's answer is over {max} bytes"));
                 }
+                // One answer alone may use the whole budget, never more.
+                let want = (out.len() + chunk.len())
+                    .min(ANSWER_BUDGET)
+                    .saturating_sub(room.num_permits());
+                if want > 0 {
+                    let more =
+                        tokio::time::timeout(idle, budget.clone().acquire_many_owned(want as u32))
+                            .await;
+                    match more {
+                        Ok(Ok(p)) => room.merge(p),
+                        _ => {
+                            return Err(format!(
+                                "the proxy holds {} MiB of answers its clients have not read; try again",
+                                ANSWER_BUDGET >> 20
+                            ));
+                        }
+                    }
+                }
                 out.extend_from_slice(&chunk);
             }
             Ok(Some(Err(e))) => {
                 return Err(format!("the upstream's answer broke off: {}", short(&e)));
             }
-            Ok(None) => return Ok(Bytes::from(out)),
+            Ok(None) => return Ok((Bytes::from(out), room)),
             Err(_) => return Err("the upstream's answer stalled".into()),
         }
     }

@@ -1217,8 +1217,16 @@ fn destinations(d: &schema::Destinations, issues: &mut Issues) -> DestinationPol
     }
 }
 
-/// Home directories as agents spell them.
-const HOME: &str = r"(?:~|\$HOME|\$\{HOME\}|/home/[^/]+|/root|/Users/[^/]+)";
+/// Home directories as agents spell them, and the actual one (`$HOME`, wherever it is).
+fn home_pattern() -> &'static str {
+    static HOME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let own = bulwark_shell::paths::own_home()
+            .map(|h| format!("|{}", regex::escape(h)))
+            .unwrap_or_default();
+        format!(r"(?:~|\$HOME|\$\{{HOME\}}|/home/[^/]+|/root|/Users/[^/]+{own})")
+    })
+}
 
 pub(crate) fn path_glob(source: &str) -> Result<PathGlob, String> {
     if source.is_empty() {
@@ -1227,7 +1235,7 @@ pub(crate) fn path_glob(source: &str) -> Result<PathGlob, String> {
     let mut re = String::from("^");
     let mut rest = source;
     if let Some(r) = rest.strip_prefix("~/") {
-        re.push_str(HOME);
+        re.push_str(home_pattern());
         re.push('/');
         rest = r;
     } else if let Some(r) = rest.strip_prefix("**/") {

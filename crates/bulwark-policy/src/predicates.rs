@@ -25,6 +25,10 @@ pub const KNOWN: &[(&str, &str)] = &[
         "a path the call reads or writes matches taint.sensitive_paths",
     ),
     (
+        "path.sensitive_read",
+        "a file tool (not a shell) reads a path that matches taint.sensitive_paths or is a credential store",
+    ),
+    (
         "path.bulwark_control",
         "a path the call reads or writes is one of Bulwark's own control files (approvals, admin token, keys)",
     ),

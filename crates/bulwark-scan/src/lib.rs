@@ -13,9 +13,9 @@
 //! candidate rule, which windows avoid.
 //!
 //! Two views are scanned: the raw text (secrets, PII, chat-template tokens, links) and a
-//! normalised text (NFKC, look-alike letters folded to ASCII, invisible characters removed
-//! and reported, case folded, whitespace collapsed) for phrases. One bounded level of
-//! base64, percent and HTML-entity decoding is scanned again.
+//! normalised text (NFKC, look-alike letters folded to ASCII where they disguise Latin,
+//! invisible characters removed and reported, case folded, whitespace collapsed) for
+//! phrases. One bounded level of base64, percent and HTML-entity decoding is scanned again.
 //!
 //! ```
 //! use bulwark_scan::{Scanner, Scope, Category};
@@ -28,6 +28,7 @@
 //! assert!(!masked.contains("AKIAZ7KDPQXL4MWN3BVC") && masked.contains("[REDACTED:"));
 //! ```
 
+mod annotations;
 mod checks;
 mod decode;
 mod entropy;
@@ -38,9 +39,11 @@ mod mask;
 mod normalize;
 mod phrases;
 mod pii;
+mod providers;
 mod rules;
 mod secrets;
 
+pub use annotations::Hints;
 pub use finding::{Category, Encoding, Finding, Scope, Severity};
 pub use mask::mask;
 pub use normalize::{Normalized, normalize};
@@ -74,6 +77,7 @@ pub enum ScanError {
 pub struct Scanner {
     rules: RuleSet,
     intent: intent::Intent,
+    annotations: annotations::AnnotationReader,
     max_bytes: usize,
 }
 
@@ -85,6 +89,7 @@ impl Scanner {
     pub fn new() -> Result<Scanner, RuleError> {
         let raw_defs: Vec<rules::RuleDef> = secrets::RULES
             .iter()
+            .chain(providers::RULES)
             .chain(pii::RULES)
             .chain(phrases::RAW)
             .copied()
@@ -116,6 +121,10 @@ impl Scanner {
             rules: RuleSet::new(&raw_defs, &phrase_defs)?,
             intent: intent::Intent::new().map_err(|e| RuleError {
                 id: "intent",
+                message: e.to_string(),
+            })?,
+            annotations: annotations::AnnotationReader::new().map_err(|e| RuleError {
+                id: "annotations",
                 message: e.to_string(),
             })?,
             max_bytes: DEFAULT_MAX_BYTES,
@@ -303,6 +312,22 @@ impl Scanner {
                 ..f
             }));
         }
+    }
+
+    /// Poisoning findings for behaviour hints that a tool's own description contradicts
+    /// (`readOnlyHint: true` on a tool that "permanently deletes"); spans are in
+    /// `description`. A client skips confirmation on such hints, so a false one is how a
+    /// poisoned tool runs unasked.
+    ///
+    /// ```
+    /// use bulwark_scan::{Hints, Scanner};
+    /// let scanner = Scanner::new().unwrap();
+    /// let hints = Hints { read_only: Some(true), ..Hints::default() };
+    /// assert!(!scanner.annotation_conflicts("Permanently deletes the repository.", hints).is_empty());
+    /// assert!(scanner.annotation_conflicts("Lists the repositories.", hints).is_empty());
+    /// ```
+    pub fn annotation_conflicts(&self, description: &str, hints: Hints) -> Vec<Finding> {
+        self.annotations.conflicts(description, hints)
     }
 
     /// The naive baseline for benchmarks: every rule's regex over the whole raw and

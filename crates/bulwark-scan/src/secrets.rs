@@ -83,7 +83,7 @@ fn credential_value(v: &[u8]) -> bool {
 
 /// Names that hold identifiers, sizes, names or public values rather than secrets
 /// (`key_name`, `public_key`, `credentialsId`, `KeySize`, `kms_key_id`, …).
-fn not_an_identifier_name(whole: &[u8]) -> bool {
+pub(crate) fn not_an_identifier_name(whole: &[u8]) -> bool {
     const NOT_SECRET: &[&str] = &[
         "public",
         "pub_",
@@ -298,6 +298,23 @@ fn docker_auth(v: &[u8]) -> bool {
     })
 }
 
+/// An XML element that holds a secret, not its name or settings (`<secretName>`,
+/// `<tokenType>` are left out by `not_an_identifier_name`).
+fn xml_element_name(whole: &[u8]) -> bool {
+    let open = whole
+        .iter()
+        .skip(1)
+        .position(|b| *b == b'>')
+        .map_or(whole, |i| &whole[1..=i]);
+    not_an_identifier_name(open)
+}
+
+/// A Slack token: the `xox?-` prefix and its digit groups say what it is, so a lower
+/// entropy floor than for bare values (legacy workspace tokens repeat digits).
+fn slack_value(v: &[u8]) -> bool {
+    !is_placeholder(v) && shannon(v) >= 2.0 && v.iter().any(u8::is_ascii_digit)
+}
+
 fn vault_token(v: &[u8]) -> bool {
     random_looking(v.get(4..).unwrap_or_default())
 }
@@ -460,7 +477,7 @@ pub const RULES: &[RuleDef] = &[
         regex: r"\b(xoxb-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9\-]*|xoxb-[0-9]{8,14}-[A-Za-z0-9]{18,26}|xox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9\-]{28,34}|xox[abposr]-(?:[0-9]+-)+[A-Za-z0-9]{12,}|xox[ar]-(?:[0-9]-)?[0-9A-Za-z]{8,48}|xox[os]-[0-9]+-[0-9]+-[0-9]+-[A-Fa-f0-9]+|xapp-[0-9]-[A-Z0-9]+-[0-9]+-[a-z0-9]+|(?i:xoxe\.xox[bp]-[0-9]-[A-Z0-9]{163,166})|(?i:xoxe-[0-9]-[A-Z0-9]{146}))(?:[^A-Za-z0-9\-]|$)",
         group: 1,
         after: 260,
-        check: Some(random_looking),
+        check: Some(slack_value),
         ..BASE
     },
     RuleDef {
@@ -530,17 +547,6 @@ pub const RULES: &[RuleDef] = &[
         regex: r"\b(key-[0-9a-f]{32})\b",
         group: 1,
         after: 40,
-        check: Some(random_looking),
-        ..BASE
-    },
-    RuleDef {
-        id: "secret.twilio_key",
-        label: "twilio_key",
-        keywords: &["twilio"],
-        regex: r"\b(SK[0-9a-fA-F]{32})\b",
-        group: 1,
-        before: 200,
-        after: 200,
         check: Some(random_looking),
         ..BASE
     },
@@ -755,6 +761,28 @@ pub const RULES: &[RuleDef] = &[
         ..BASE
     },
     RuleDef {
+        // XML configuration (Maven `settings.xml`, .NET `web.config`, Spring beans):
+        // `<password>…</password>`, `<db.secret>…</db.secret>`.
+        id: "secret.xml_element",
+        label: "password",
+        keywords: &[
+            "password>",
+            "passwd>",
+            "pwd>",
+            "secret>",
+            "apikey>",
+            "api_key>",
+            "token>",
+        ],
+        regex: r"(?i)<([A-Za-z0-9_.:\-]{0,40}(?:password|passwd|pwd|secret|api_?key|token))>\s*([^<\s]{4,200})\s*</([A-Za-z0-9_.:\-]{0,40}(?:password|passwd|pwd|secret|api_?key|token))>",
+        group: 2,
+        before: 60,
+        after: 260,
+        check: Some(password_value),
+        context: Some(xml_element_name),
+        ..BASE
+    },
+    RuleDef {
         id: "secret.password_assignment",
         label: "password",
         severity: Severity::Medium,
@@ -813,6 +841,10 @@ mod tests {
                 r#"{"auths": {"registry.example.io": {"auth": "ZGVwbG95OmdocF9aM3FMOXhWMnBUN21ONGJSOGNZMXdFNnVJMG9BNXNEM2ZH"}}}"#,
                 "secret.docker_auth",
             ),
+            (
+                "<server><id>nexus</id><username>deploy</username><password>q8Rz2LmX7vTp</password></server>",
+                "secret.xml_element",
+            ),
         ] {
             assert!(found(text).contains(&id), "{id}: {text} {:?}", found(text));
         }
@@ -828,6 +860,8 @@ mod tests {
             "export DB_PASSWORD=\"$(op read op://prod/db/password)\"",
             "password: op://prod/db/password",
             "vault kv get -field=password secret/prod/db",
+            "<password>${env.DB_PASSWORD}</password>",
+            "<tokenType>bearer</tokenType>",
         ] {
             assert!(found(text).is_empty(), "{text}: {:?}", found(text));
         }

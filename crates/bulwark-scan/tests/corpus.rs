@@ -5,108 +5,28 @@
 //! that `docs/detection.md` quotes. Each test also asserts a floor, so a regression fails CI.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
+mod common;
 
-use bulwark_scan::{Category, Finding, Scanner, Scope};
+use std::collections::BTreeMap;
+
+use bulwark_scan::{Category, Finding, Scope};
+use common::{Tally, header, show};
 use serde_json::Value;
 
-fn scanner() -> &'static Scanner {
-    static S: OnceLock<Scanner> = OnceLock::new();
-    S.get_or_init(|| Scanner::new().unwrap())
-}
-
 fn scan(text: &str, scope: Scope) -> Vec<Finding> {
-    scanner().scan(text, scope).unwrap()
+    common::scanner().scan(text, scope).unwrap()
 }
 
 fn jsonl(name: &str) -> Vec<Value> {
-    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::jsonl(name).unwrap()
 }
 
 fn json(name: &str) -> Value {
-    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-#[derive(Default, Clone, Copy, Debug)]
-struct Tally {
-    tp: u32,
-    fp: u32,
-    fn_: u32,
-    tn: u32,
-}
-
-impl Tally {
-    fn add(&mut self, truth: bool, predicted: bool) {
-        match (truth, predicted) {
-            (true, true) => self.tp += 1,
-            (false, true) => self.fp += 1,
-            (true, false) => self.fn_ += 1,
-            (false, false) => self.tn += 1,
-        }
-    }
-    fn precision(&self) -> f64 {
-        if self.tp + self.fp == 0 {
-            1.0
-        } else {
-            f64::from(self.tp) / f64::from(self.tp + self.fp)
-        }
-    }
-    fn recall(&self) -> f64 {
-        if self.tp + self.fn_ == 0 {
-            1.0
-        } else {
-            f64::from(self.tp) / f64::from(self.tp + self.fn_)
-        }
-    }
-    fn fpr(&self) -> f64 {
-        if self.fp + self.tn == 0 {
-            0.0
-        } else {
-            f64::from(self.fp) / f64::from(self.fp + self.tn)
-        }
-    }
-    fn row(&self, name: &str) -> String {
-        format!(
-            "| {name} | {} | {} | {} | {} | {:.1}% | {:.1}% | {:.1}% |",
-            self.tp,
-            self.fp,
-            self.fn_,
-            self.tn,
-            100.0 * self.precision(),
-            100.0 * self.recall(),
-            100.0 * self.fpr()
-        )
-    }
-}
-
-fn header(title: &str) {
-    println!(
-        "\n### {title}\n\n| set | TP | FP | FN | TN | precision | recall | FP rate |\n|---|---:|---:|---:|---:|---:|---:|---:|"
-    );
+    common::json(name)
 }
 
 fn has(found: &[Finding], cats: &[Category]) -> bool {
     found.iter().any(|f| cats.contains(&f.category))
-}
-
-/// `SHOW=name` prints the misclassified rows of sets whose name contains it.
-fn show(set: &str, truth: bool, predicted: bool, text: &str, found: &[Finding]) {
-    if truth != predicted && std::env::var("SHOW").is_ok_and(|s| set.contains(&s)) {
-        let ids: Vec<&str> = found.iter().map(|f| f.rule_id).collect();
-        let cut: String = text.chars().take(220).collect();
-        println!(
-            "  {} {set}: {cut:?} {ids:?}",
-            if truth { "MISS" } else { "FALSE" }
-        );
-    }
 }
 
 /// gitleaks rule ids for the credential types Bulwark covers (the list).
@@ -250,13 +170,12 @@ fn secrets() {
     for (k, t) in per.iter().chain(per_d.iter()) {
         println!("{}", t.row(k));
     }
+    // Floors on gitleaks' samples only: they are the rules-development half of the split
+    // (tests/data/split/README.md). detect-secrets' cases are the evaluation half and are
+    // reported, never asserted on, so nobody tunes to them.
     assert!(
-        scope_g.recall() >= 0.90 && scope_g.precision() >= 0.80,
+        scope_g.recall().unwrap_or(1.0) >= 0.90 && scope_g.precision().unwrap_or(1.0) >= 0.80,
         "gitleaks {scope_g:?}"
-    );
-    assert!(
-        scope_d.recall() >= 0.80 && scope_d.precision() >= 0.80,
-        "detect-secrets {scope_d:?}"
     );
 }
 
@@ -292,7 +211,7 @@ fn pii() {
             total.add(truth, predicted);
         }
         println!("{}", t.row(entity));
-        assert!(t.recall() >= 0.6, "{entity} {t:?}");
+        assert!(t.recall().unwrap_or(1.0) >= 0.6, "{entity} {t:?}");
     }
     println!("{}", total.row("all five entities"));
 
@@ -334,27 +253,10 @@ fn pii() {
     }
 }
 
-const INSTRUCTIONS: &[Category] = &[
-    Category::Injection,
-    Category::Prefill,
-    Category::Concealment,
-    Category::HiddenText,
-    Category::Poisoning,
-];
-
 /// Whether the scan would act with the default thresholds (medium and above), and whether
 /// it reported anything at all.
 fn flags(found: &[Finding]) -> (bool, bool) {
-    let relevant: Vec<&Finding> = found
-        .iter()
-        .filter(|f| INSTRUCTIONS.contains(&f.category))
-        .collect();
-    (
-        relevant
-            .iter()
-            .any(|f| f.severity >= bulwark_scan::Severity::Medium),
-        !relevant.is_empty(),
-    )
+    (common::instructs(found), common::signals(found))
 }
 
 #[test]
@@ -365,8 +267,24 @@ fn injection() {
     let mut per: BTreeMap<String, Tally> = BTreeMap::new();
     let mut all = Tally::default();
     let mut any = Tally::default();
-    for r in json("prompt_injection.json").as_array().unwrap() {
+    // The split (tests/data/split/README.md): variants at even index of the sorted names
+    // are dev, the others eval. Only dev rows carry a floor.
+    let cse = json("prompt_injection.json");
+    let mut variants: Vec<&str> = cse
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["injection_variant"].as_str().unwrap())
+        .collect();
+    variants.sort_unstable();
+    variants.dedup();
+    let mut dev = Tally::default();
+    for r in cse.as_array().unwrap() {
         let v = r["injection_variant"].as_str().unwrap().to_string();
+        let is_dev = variants
+            .iter()
+            .position(|x| *x == v)
+            .is_some_and(|i| i % 2 == 0);
         let scope = if r["injection_type"] == "indirect" {
             Scope::Response
         } else {
@@ -375,7 +293,10 @@ fn injection() {
         let text = r["user_input"].as_str().unwrap();
         let found = scan(text, scope);
         let (flagged, signal) = flags(&found);
-        show(&format!("cse/{v}"), true, flagged, text, &found);
+        if is_dev {
+            show(&format!("cse/{v}"), true, flagged, text, &found);
+            dev.add(true, flagged);
+        }
         per.entry(v).or_default().add(true, flagged);
         all.add(true, flagged);
         any.add(true, signal);
@@ -385,6 +306,7 @@ fn injection() {
     }
     println!("{}", all.row("all 251 attacks (flagged)"));
     println!("{}", any.row("all 251 attacks (any signal, low included)"));
+    println!("{}", dev.row("dev variants only (even index)"));
 
     let mut benign = Tally::default();
     let mut benign_any = Tally::default();
@@ -407,15 +329,56 @@ fn injection() {
 
     // BIPIA: each attack instruction inserted at the start, middle and end of clean e-mails
     // (BIPIA's own recipe), scanned as tool results; the clean e-mails are the negatives.
+    // Dev: the train attacks in e-mails 0-24; eval: the test attacks in e-mails 25-49
+    // (reported, never asserted on).
     let emails: Vec<String> = jsonl("bipia/email_test.jsonl")
         .iter()
         .map(|r| r["context"].as_str().unwrap().to_string())
         .collect();
+    let (dev_emails, eval_emails) = emails.split_at(25.min(emails.len()));
     let mut clean = Tally::default();
-    for e in &emails {
+    let mut clean_eval = Tally::default();
+    for e in dev_emails {
         let found = scan(e, Scope::Response);
         show("bipia-clean", false, flags(&found).0, e, &found);
         clean.add(false, flags(&found).0);
+    }
+    for e in eval_emails {
+        clean_eval.add(false, flags(&scan(e, Scope::Response)).0);
+    }
+    let insert = |a: &str, i: usize, e: &str| {
+        let mid = e
+            .char_indices()
+            .nth(e.chars().count() / 2)
+            .map_or(0, |(b, _)| b);
+        match i % 3 {
+            0 => format!("{a}\n{e}"),
+            1 => format!("{}\n{a}\n{}", &e[..mid], &e[mid..]),
+            _ => format!("{e}\n{a}"),
+        }
+    };
+    let mut bipia_dev = Tally::default();
+    for file in [
+        "bipia/text_attack_train.json",
+        "bipia/code_attack_train.json",
+    ] {
+        for (category, attacks) in json(file).as_object().unwrap() {
+            for a in attacks.as_array().unwrap() {
+                let a = a.as_str().unwrap();
+                for (i, e) in dev_emails.iter().enumerate().take(10) {
+                    let text = insert(a, i, e);
+                    let found = scan(&text, Scope::Response);
+                    show(
+                        &format!("bipia-train/{category}"),
+                        true,
+                        flags(&found).0,
+                        &text,
+                        &found,
+                    );
+                    bipia_dev.add(true, flags(&found).0);
+                }
+            }
+        }
     }
     let mut bipia = BTreeMap::new();
     for file in ["bipia/text_attack_test.json", "bipia/code_attack_test.json"] {
@@ -423,23 +386,14 @@ fn injection() {
             let t: &mut Tally = bipia.entry(category.clone()).or_default();
             for a in attacks.as_array().unwrap() {
                 let a = a.as_str().unwrap();
-                for (i, e) in emails.iter().enumerate().take(10) {
-                    let mid = e
-                        .char_indices()
-                        .nth(e.chars().count() / 2)
-                        .map_or(0, |(b, _)| b);
-                    let text = match i % 3 {
-                        0 => format!("{a}\n{e}"),
-                        1 => format!("{}\n{a}\n{}", &e[..mid], &e[mid..]),
-                        _ => format!("{e}\n{a}"),
-                    };
-                    t.add(true, flags(&scan(&text, Scope::Response)).0);
+                for (i, e) in eval_emails.iter().enumerate().take(10) {
+                    t.add(true, flags(&scan(&insert(a, i, e), Scope::Response)).0);
                 }
             }
         }
     }
     header(
-        "injection (BIPIA attacks inserted into clean e-mails, per category, scanned as tool results)",
+        "injection (BIPIA test attacks inserted into clean e-mails 25-49, per category, scanned as tool results; eval, reported only)",
     );
     let mut bipia_all = Tally::default();
     for (k, t) in &bipia {
@@ -447,13 +401,27 @@ fn injection() {
         bipia_all.tp += t.tp;
         bipia_all.fn_ += t.fn_;
     }
-    println!("{}", bipia_all.row("all BIPIA test attacks"));
-    println!("{}", clean.row("BIPIA clean e-mails (50)"));
+    println!("{}", bipia_all.row("all BIPIA test attacks (eval)"));
+    println!("{}", clean_eval.row("BIPIA clean e-mails 25-49 (eval)"));
+    println!("{}", bipia_dev.row("all BIPIA train attacks (dev)"));
+    println!("{}", clean.row("BIPIA clean e-mails 0-24 (dev)"));
 
-    assert!(benign.fpr() <= 0.01, "benign FP rate {benign:?}");
-    assert!(clean.fpr() == 0.0, "clean e-mail FP rate {clean:?}");
-    assert!(all.recall() >= 0.7, "CyberSecEval recall {all:?}");
-    assert!(bipia_all.recall() >= 0.75, "BIPIA recall {bipia_all:?}");
+    assert!(
+        benign.fpr().unwrap_or(0.0) <= 0.01,
+        "benign FP rate {benign:?}"
+    );
+    assert!(
+        clean.fpr().unwrap_or(0.0) == 0.0,
+        "clean e-mail FP rate {clean:?}"
+    );
+    assert!(
+        dev.recall().unwrap_or(1.0) >= 0.65,
+        "CyberSecEval dev recall {dev:?}"
+    );
+    assert!(
+        bipia_dev.recall().unwrap_or(1.0) >= 0.75,
+        "BIPIA dev recall {bipia_dev:?}"
+    );
 }
 
 #[test]
@@ -510,5 +478,5 @@ fn tool_poisoning() {
     for (k, t) in &per {
         println!("{}", t.row(k));
     }
-    assert_eq!(payloads.recall(), 1.0, "{payloads:?}");
+    assert_eq!(payloads.recall(), Some(1.0), "{payloads:?}");
 }

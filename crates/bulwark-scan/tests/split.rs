@@ -8,29 +8,16 @@
 //! asserted here are on dev only, so a regression fails CI without anyone tuning to eval.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
+mod common;
 
-use bulwark_scan::{Category, Finding, Scanner, Scope, Severity};
+use std::collections::BTreeMap;
+
+use bulwark_scan::{Category, Finding, Scope, Severity};
+use common::{INSTRUCTIONS, Tally, instructs, scanner, table};
 use serde_json::Value;
 
-fn scanner() -> &'static Scanner {
-    static S: OnceLock<Scanner> = OnceLock::new();
-    S.get_or_init(|| Scanner::new().unwrap())
-}
-
 fn rows(half: &str, name: &str) -> Option<Vec<Value>> {
-    let path = format!(
-        "{}/tests/data/split/{half}/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).ok()?;
-    Some(
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect(),
-    )
+    common::jsonl(&format!("split/{half}/{name}"))
 }
 
 fn halves() -> Vec<&'static str> {
@@ -38,59 +25,6 @@ fn halves() -> Vec<&'static str> {
         vec!["dev", "eval"]
     } else {
         vec!["dev"]
-    }
-}
-
-#[derive(Default, Clone, Copy, Debug)]
-struct Tally {
-    tp: u32,
-    fp: u32,
-    fn_: u32,
-    tn: u32,
-}
-
-impl Tally {
-    fn add(&mut self, truth: bool, predicted: bool) {
-        match (truth, predicted) {
-            (true, true) => self.tp += 1,
-            (false, true) => self.fp += 1,
-            (true, false) => self.fn_ += 1,
-            (false, false) => self.tn += 1,
-        }
-    }
-    fn ratio(a: u32, b: u32) -> Option<f64> {
-        (b > 0).then(|| f64::from(a) / f64::from(b))
-    }
-    fn precision(&self) -> Option<f64> {
-        Self::ratio(self.tp, self.tp + self.fp)
-    }
-    fn recall(&self) -> Option<f64> {
-        Self::ratio(self.tp, self.tp + self.fn_)
-    }
-    fn fpr(&self) -> Option<f64> {
-        Self::ratio(self.fp, self.fp + self.tn)
-    }
-    fn row(&self, name: &str) -> String {
-        let pct = |x: Option<f64>| x.map_or("—".to_string(), |v| format!("{:.1}%", 100.0 * v));
-        format!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
-            self.tp,
-            self.fp,
-            self.fn_,
-            self.tn,
-            pct(self.precision()),
-            pct(self.recall()),
-            pct(self.fpr())
-        )
-    }
-}
-
-fn table(title: &str, groups: &BTreeMap<String, Tally>) {
-    println!(
-        "\n#### {title}\n\n| set | TP | FP | FN | TN | precision | recall | FP rate |\n|---|---:|---:|---:|---:|---:|---:|---:|"
-    );
-    for (k, t) in groups {
-        println!("{}", t.row(k));
     }
 }
 
@@ -102,32 +36,10 @@ fn scope_of(r: &Value) -> Scope {
     }
 }
 
-const INSTRUCTIONS: &[Category] = &[
-    Category::Injection,
-    Category::Prefill,
-    Category::Concealment,
-    Category::HiddenText,
-    Category::Poisoning,
-];
-
-/// Whether the engine would act with its default thresholds: an instruction-like finding
-/// of medium severity or above.
-fn instructs(found: &[Finding]) -> bool {
-    found
-        .iter()
-        .any(|f| INSTRUCTIONS.contains(&f.category) && f.severity >= Severity::Medium)
-}
-
-/// `SHOW=dev` (never eval while writing rules) prints the dev rows a detector gets wrong.
+/// `SHOW=set` prints the dev rows a detector gets wrong (never eval rows).
 fn show(half: &str, set: &str, truth: bool, predicted: bool, text: &str, found: &[Finding]) {
-    if half == "dev" && truth != predicted && std::env::var("SHOW").is_ok_and(|s| set.contains(&s))
-    {
-        let ids: Vec<&str> = found.iter().map(|f| f.rule_id).collect();
-        let cut: String = text.chars().take(240).collect();
-        println!(
-            "  {} {set}: {cut:?} {ids:?}",
-            if truth { "MISS" } else { "FALSE" }
-        );
+    if half == "dev" {
+        common::show(set, truth, predicted, text, found);
     }
 }
 

@@ -235,6 +235,22 @@ pub(crate) fn analyse(code: &str, lang: Lang) -> CodeFacts {
     f
 }
 
+/// The deletion APIs code calls, by pattern alone (one regex pass, for the parsed
+/// languages' data-store calls).
+pub(crate) fn deletes(code: &str) -> Vec<String> {
+    let code = &code[..floor_boundary(code, code.len().min(64 * 1024))];
+    let mut out: Vec<String> = Vec::new();
+    if let Some(re) = DELETE.as_ref() {
+        for m in re.find_iter(code).take(8) {
+            let d = m.as_str().trim_end_matches(['(', ' ']).to_string();
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
 fn floor_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;

@@ -184,8 +184,40 @@ pub fn is_sensitive(path: &str) -> bool {
     }) || p.starts_with("/proc/") && (p.ends_with("/mem") || p.ends_with("/environ"))
 }
 
-/// `/home/alice/.ssh/x` and `/root/.ssh/x` read as `~/.ssh/x`.
+/// `/home/alice/.ssh/x` and `/root/.ssh/x` read as `~/.ssh/x`, and so does a path under the
+/// actual home directory (`$HOME`), wherever it is (`/var/lib/jenkins`, `/srv/me`).
 pub fn home_relative(p: &str) -> String {
+    home_relative_to(p, own_home())
+}
+
+/// The home directory of the user the analyser runs for: `$HOME` when it is an absolute
+/// path other than `/`, read once. An agent's `~` is this directory, so its paths are
+/// judged under their `~/…` names too.
+pub fn own_home() -> Option<&'static str> {
+    static HOME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let h = std::env::var("HOME").ok()?;
+        let h = normalize(&h);
+        (h.starts_with('/') && h != "/").then_some(h)
+    })
+    .as_deref()
+}
+
+/// [`home_relative`] with `home` as the actual home directory.
+///
+/// ```
+/// use bulwark_shell::paths::home_relative_to;
+/// assert_eq!(home_relative_to("/srv/me/.aws/credentials", Some("/srv/me")), "~/.aws/credentials");
+/// assert_eq!(home_relative_to("/srv/meta/x", Some("/srv/me")), "/srv/meta/x");
+/// assert_eq!(home_relative_to("/root/.ssh/id_rsa", None), "~/.ssh/id_rsa");
+/// ```
+pub fn home_relative_to(p: &str, home: Option<&str>) -> String {
+    if let Some(h) = home
+        && let Some(rest) = p.strip_prefix(h)
+        && (rest.is_empty() || rest.starts_with('/'))
+    {
+        return format!("~{rest}");
+    }
     if let Some(rest) = p.strip_prefix("/home/") {
         if let Some((_, tail)) = rest.split_once('/') {
             return format!("~/{tail}");

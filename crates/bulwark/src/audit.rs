@@ -217,8 +217,8 @@ pub fn run(cmd: &AuditCommand) -> Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             println!(
-                "{} decisions ({} telemetry rows dropped)",
-                s.total, s.dropped
+                "{} decisions ({} telemetry rows dropped, {} rebuilt from audit logs)",
+                s.total, s.dropped, s.recovered
             );
             let show = |title: &str, v: &[(String, u64)]| {
                 println!("{title}:");

@@ -252,6 +252,11 @@ pub struct ProxyArgs {
     /// Largest request body accepted, in bytes; larger ones get 413.
     #[arg(long, value_name = "BYTES", default_value_t = bulwark_llm::proxy::MAX_BODY)]
     pub max_body: usize,
+    /// Connections served at once; a quarter of them per client address. When all are
+    /// taken, an idle one is closed to make room, and a client finding every one busy
+    /// gets 503.
+    #[arg(long, value_name = "N", default_value_t = bulwark_llm::proxy::MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536))]
+    pub max_connections: usize,
     /// Use the key in this environment variable for the upstream instead of the client's
     /// credentials (which are then not forwarded).
     #[arg(long, value_name = "VAR")]
@@ -469,9 +474,12 @@ pub struct McpArgs {
     /// stay refused).
     #[arg(long, requires = "upstream_url")]
     pub upstream_allow_internal: bool,
-    /// The server to run, after `--`. Without one (and without --upstream-url), the
-    /// policy's `servers:` are aggregated: their tools offered as SERVER__TOOL.
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The server to run, best after `--` (`bulwark mcp -- npx -y server`). Clients that
+    /// drop the `--` (MCP Inspector does) work too: the first word that is not one of
+    /// Bulwark's options starts the server's command line, and everything after it is the
+    /// server's. Without one (and without --upstream-url), the policy's `servers:` are
+    /// aggregated: their tools offered as SERVER__TOOL.
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
 }
 
@@ -577,6 +585,10 @@ pub struct DaemonArgs {
     /// Requests per second allowed on one connection.
     #[arg(long, value_name = "N", default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate: u32,
+    /// Stop after this many seconds with no client connected (how a daemon that `bulwark
+    /// hook` started for itself ends). Default: serve until stopped.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub exit_when_idle: Option<u64>,
 }
 
 /// `bulwark hook …`.
@@ -606,6 +618,12 @@ pub struct HookArgs {
     /// Never use a daemon; keep session state in files.
     #[arg(long)]
     pub no_daemon: bool,
+    /// When no daemon answers, decide in this process without starting one. By default the
+    /// hook starts `bulwark daemon` in the background for the calls after this one (a hook
+    /// answered by a daemon takes a few milliseconds; one that loads the policy itself,
+    /// about a hundred).
+    #[arg(long, env = "BULWARK_HOOK_NO_START", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_start: bool,
 }
 
 /// `bulwark check`.

@@ -27,10 +27,13 @@ pub fn open_audit(
     };
     let log = bulwark_audit::AuditLog::open_with_retired(path, keys, &retired, front, opts)?;
     let db = state_dir(common)?.join("telemetry.db");
-    let (sink, thread) = bulwark_audit::telemetry::start(
+    // The log is the truth: what the store lacks of it (rows still queued when a process
+    // was killed) is rebuilt before new rows go in.
+    let (sink, thread) = bulwark_audit::telemetry::start_for(
         &db,
         bulwark_audit::telemetry::Retention::default(),
         bulwark_audit::telemetry::QUEUE,
+        Some(log.telemetry_source()),
     )?;
     log.attach_telemetry(sink, thread);
     let log = std::sync::Arc::new(log);

@@ -12,7 +12,9 @@ use crate::config;
 
 /// The socket `bulwark daemon` and `bulwark hook` agree on when neither names one.
 pub fn default_socket(common: &Common) -> Result<PathBuf> {
-    Ok(config::state_dir(common)?.join("bulwark.sock"))
+    Ok(bulwark_daemon::server::default_socket(&config::state_dir(
+        common,
+    )?)?)
 }
 
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
@@ -29,6 +31,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         limits: Limits {
             max_connections: args.max_connections as usize,
             per_second: args.rate,
+            exit_when_idle: args.exit_when_idle.map(std::time::Duration::from_secs),
             ..Limits::default()
         },
         fleet_policy_file: args.common.policy.clone(),

@@ -34,8 +34,8 @@ pub fn claude_code(args: &HookArgs) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     match outcome {
-        Ok(Some((event, d))) => {
-            let _ = writeln!(out, "{}", hook::output(event, &d));
+        Ok(Some((event, d, before))) => {
+            let _ = writeln!(out, "{}", hook::output(event, &d, before));
             ExitCode::SUCCESS
         }
         Ok(None) => {
@@ -65,7 +65,9 @@ fn guess_event(input: &[u8]) -> Option<Event> {
     }
 }
 
-fn decide(args: &HookArgs, input: &[u8]) -> Result<Option<(Event, Decision)>, String> {
+type Decided = (Event, Decision, bulwark_engine::TaintSet);
+
+fn decide(args: &HookArgs, input: &[u8]) -> Result<Option<Decided>, String> {
     let text =
         std::str::from_utf8(input).map_err(|e| format!("the hook input is not UTF-8: {e}"))?;
     let (event, call) = match hook::parse(text) {
@@ -88,13 +90,49 @@ fn decide(args: &HookArgs, input: &[u8]) -> Result<Option<(Event, Decision)>, St
             None => daemon::default_socket(&args.common).map_err(|e| format!("{e:#}"))?,
         };
         match files.decide_via_daemon(&socket, &call, 0) {
-            Ok(d) => return Ok(Some((event, d))),
-            Err(HookError::NoDaemon(..)) => {}
+            Ok((d, before)) => return Ok(Some((event, d, before))),
+            Err(HookError::NoDaemon(..)) => {
+                // This call is decided here, in full; the daemon is for the next one.
+                if !args.no_start {
+                    start_daemon(args, &state, &socket);
+                }
+            }
             Err(e) => return Err(e.to_string()),
         }
     }
     let policy = config::load_policy(&args.common).map_err(|e| format!("{e:#}"))?;
     let gate = bulwark_gate::Gate::new(policy, "hook");
-    let d = files.decide(&gate, &call).map_err(|e| e.to_string())?;
-    Ok(Some((event, d)))
+    let (d, before) = files.decide(&gate, &call).map_err(|e| e.to_string())?;
+    Ok(Some((event, d, before)))
+}
+
+/// How long a daemon a hook started waits for a client before it stops.
+const AUTOSTARTED_IDLE_SECS: u64 = 30 * 60;
+
+/// Starts `bulwark daemon` on `socket` with this hook's policy and state directory, logging
+/// to STATE_DIR/daemon.log. A failure only costs speed, so it is reported, not fatal.
+fn start_daemon(args: &HookArgs, state: &std::path::Path, socket: &std::path::Path) {
+    let started = std::env::current_exe().and_then(|exe| {
+        let mut argv: Vec<std::ffi::OsString> = vec![
+            "daemon".into(),
+            // Nobody else knows it is running, so it ends when no agent has used it for a
+            // while; the next hook starts another.
+            "--exit-when-idle".into(),
+            AUTOSTARTED_IDLE_SECS.to_string().into(),
+            "--socket".into(),
+        ];
+        argv.push(socket.into());
+        argv.push("--state-dir".into());
+        argv.push(state.into());
+        if let Some(p) = &args.common.policy {
+            argv.push("--policy".into());
+            // The daemon outlives this directory's meaning for a relative path.
+            argv.push(std::path::absolute(p).unwrap_or_else(|_| p.clone()).into());
+        }
+        std::fs::create_dir_all(state)?;
+        hook::start_daemon(&exe, &argv, &state.join("daemon.log"))
+    });
+    if let Err(e) = started {
+        eprintln!("bulwark hook: could not start a daemon ({e}); deciding in this process");
+    }
 }

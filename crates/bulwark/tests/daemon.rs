@@ -336,7 +336,7 @@ fn each_connection_is_rate_limited() {
 }
 
 #[test]
-fn connections_beyond_the_limit_are_refused() {
+fn a_full_daemon_closes_its_longest_idle_connection_for_a_new_client() {
     let d = Daemon::start(&["--max-connections", "2"]);
     let mut a = d.client();
     // The start-up probe's connection may still hold a slot for a moment: wait until `a` is
@@ -351,32 +351,46 @@ fn connections_beyond_the_limit_are_refused() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+    std::thread::sleep(Duration::from_millis(20));
     let mut b = d.client();
     assert_eq!(
         b.call(&json!({"jsonrpc":"2.0","id":1,"method":"ping"}))["id"],
         1
     );
+    // Full, and both idle: the new client is served, and `a`, idle longest, is closed.
     let mut c = d.client();
-    let r = c.read();
-    assert_eq!(r["error"]["code"], -32000, "{r}");
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("too many connections")
+    assert_eq!(
+        c.call(&json!({"jsonrpc":"2.0","id":2,"method":"ping"}))["id"],
+        2
     );
-    drop(a);
-    // A slot frees when a client leaves.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let mut line = String::new();
+    assert_eq!(a.reader.read_line(&mut line).unwrap_or(0), 0, "{line}");
+    assert_eq!(
+        b.call(&json!({"jsonrpc":"2.0","id":3,"method":"ping"}))["id"],
+        3
+    );
+}
+
+#[test]
+fn a_slowloris_of_idle_connections_does_not_make_a_client_wait() {
+    // Three times the cap in connections that never send a line (the daemon's idle
+    // timeout is 300 s): a hook must still be answered at once.
+    let d = Daemon::start(&["--max-connections", "32"]);
+    let idle: Vec<UnixStream> = (0..96)
+        .map(|_| UnixStream::connect(&d.socket).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut slowest = Duration::ZERO;
+    for i in 0..10 {
+        let t = Instant::now();
         let mut c = d.client();
-        let r = c.call(&json!({"jsonrpc":"2.0","id":9,"method":"ping"}));
-        if r["id"] == 9 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "slot never freed: {r}");
-        std::thread::sleep(Duration::from_millis(50));
+        let r = c.call(&json!({"jsonrpc":"2.0","id":i,"method":"ping"}));
+        assert_eq!(r["result"]["pong"], true, "{r}");
+        slowest = slowest.max(t.elapsed());
     }
+    eprintln!("slowest answer with 96 idle connections open: {slowest:?}");
+    assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+    drop(idle);
 }
 
 #[test]
@@ -586,6 +600,9 @@ fn hook(args: &[&str], dir: &Path, input: &str) -> Output {
         .arg(dir)
         .args(args)
         .env_remove("BULWARK_SOCKET")
+        // A hook that finds no daemon starts one; these tests hold their daemons themselves
+        // (`a_hook_with_no_daemon_decides_then_starts_one` tests the starting).
+        .env("BULWARK_HOOK_NO_START", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -619,6 +636,28 @@ fn pre(session: &str, tool: &str, input: Value) -> String {
         "hook_event_name": "PreToolUse",
         "tool_name": tool,
         "tool_input": input,
+    })
+    .to_string()
+}
+
+/// What a PostToolUse answer tells the model: its context, or its block's reason.
+fn said_after(v: &Value) -> String {
+    let context = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    format!("{context}{}", v["reason"].as_str().unwrap_or_default())
+}
+
+/// The PostToolUse input after Claude Code's Read tool read `path`.
+fn post_read(session: &str, path: &str, content: &str) -> String {
+    json!({
+        "session_id": session,
+        "transcript_path": "/home/u/.claude/projects/p/t.jsonl",
+        "cwd": "/home/u/p",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_response": {"type": "text", "file": {"filePath": path, "content": content, "numLines": 1, "startLine": 1, "totalLines": 1}},
     })
     .to_string()
 }
@@ -680,12 +719,36 @@ fn hook_decides_bash_reads_and_fetches_with_state_across_invocations() {
         ),
     ));
     assert_eq!(permission(&v), "none", "{v}");
+    // Reading a private key through the Read tool asks, as `cat` of it does (issue 29 item 3).
     let v = answer(&hook(
         &no_daemon,
         &dir,
         &pre("s1", "Read", json!({"file_path": "/home/u/.ssh/id_rsa"})),
     ));
-    assert_eq!(permission(&v), "none", "{v}");
+    assert_eq!(permission(&v), "ask", "{v}");
+    assert!(
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("secret.read_credential_file"),
+        "{v}"
+    );
+    // The user said yes: the result taints the session, and the model is told plainly
+    // what it may no longer do (the hook cannot take the result back).
+    let v = answer(&hook(
+        &no_daemon,
+        &dir,
+        &post_read(
+            "s1",
+            "/home/u/.ssh/id_rsa",
+            "-----BEGIN OPENSSH PRIVATE KEY-----",
+        ),
+    ));
+    let notice = said_after(&v);
+    assert!(
+        notice.contains("private data") && notice.contains("refused"),
+        "{v}"
+    );
     let v = answer(&hook(
         &no_daemon,
         &dir,
@@ -804,7 +867,13 @@ fn hook_uses_a_running_daemon_for_session_state() {
             json!({"file_path": "/home/u/.aws/credentials"}),
         ),
     ));
-    assert_eq!(permission(&v), "none", "{v}");
+    assert_eq!(permission(&v), "ask", "{v}");
+    let v = answer(&hook(
+        &args,
+        &dir,
+        &post_read("s9", "/home/u/.aws/credentials", "[default]"),
+    ));
+    assert!(said_after(&v).contains("private data"), "{v}");
     let v = answer(&hook(
         &args,
         &dir,
@@ -820,7 +889,7 @@ fn hook_uses_a_running_daemon_for_session_state() {
         .client()
         .call(&json!({"jsonrpc":"2.0","id":1,"method":"stats"}))["result"]
         .clone();
-    assert_eq!(stats["evaluations"], 2, "{stats}");
+    assert_eq!(stats["evaluations"], 3, "{stats}");
     // With the daemon gone (its socket removed), the hook decides by itself — and the taint
     // the daemon recorded was kept in the session's file, so the session is not clean now.
     let (status, _) = d.stop();
@@ -1022,4 +1091,180 @@ fn the_admin_listener_serves_prometheus_metrics() {
     assert!(text.contains("bulwark_telemetry_dropped_total 0"));
     assert!(http_get(port, "GET /other HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
     assert!(http_get(port, "POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+}
+
+/// `bulwark hook` as Claude Code runs it, without the test's "start no daemon" setting.
+fn hook_as_installed(dir: &Path, input: &str) -> (Output, Duration) {
+    let t = Instant::now();
+    let mut child = Command::new(BIN)
+        .args(["hook", "claude-code", "--state-dir"])
+        .arg(dir)
+        .env_remove("BULWARK_SOCKET")
+        .env_remove("BULWARK_HOOK_NO_START")
+        .env_remove("XDG_RUNTIME_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    (o, t.elapsed())
+}
+
+/// A daemon started by a hook, stopped (by its process id) when the test ends.
+struct Started(u32);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.0.to_string()).status();
+    }
+}
+
+#[test]
+fn a_hook_with_no_daemon_decides_then_starts_one_the_next_call_uses() {
+    // A state directory whose `bulwark.sock` is too long to bind (issue 29 item 6): the
+    // socket goes to a short private place instead of silently not existing.
+    let mut dir = scratch();
+    dir.push("a-state-directory-with-a-long-name".repeat(3));
+    std::fs::create_dir_all(&dir).unwrap();
+    assert!(dir.join("bulwark.sock").as_os_str().len() > 108);
+    // No daemon: this call is decided in the hook process, and decided right.
+    let (o, _) = hook_as_installed(&dir, &pre("auto", "Bash", json!({"command": "rm -rf ~/"})));
+    assert_eq!(permission(&answer(&o)), "deny");
+    // The hook started a daemon; its log names its socket and process id.
+    let log = dir.join("daemon.log");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let line = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(l) = text.lines().find(|l| l.contains("listening on")) {
+            break l.to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the hook started no daemon: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let pid: u32 = line
+        .rsplit("pid ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .parse()
+        .unwrap();
+    let _stop = Started(pid);
+    let socket = PathBuf::from(
+        line.split("listening on ")
+            .nth(1)
+            .unwrap()
+            .split(" (policy")
+            .next()
+            .unwrap(),
+    );
+    assert!(!socket.starts_with(&dir), "{}", socket.display());
+    // The next calls are the daemon's, and decided as before.
+    let mut slow = Duration::ZERO;
+    for (tool, input, expected) in [
+        ("Read", json!({"file_path": "~/.ssh/id_ed25519"}), "ask"),
+        ("Bash", json!({"command": "git status"}), "none"),
+        ("Bash", json!({"command": "cargo test"}), "none"),
+    ] {
+        let (o, took) = hook_as_installed(&dir, &pre("auto", tool, input));
+        assert_eq!(permission(&answer(&o)), expected, "{tool}");
+        slow = slow.max(took);
+    }
+    let mut c = UnixStream::connect(&socket).unwrap();
+    c.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"stats\"}\n")
+        .unwrap();
+    let mut reply = String::new();
+    BufReader::new(&c).read_line(&mut reply).unwrap();
+    let stats: Value = serde_json::from_str(&reply).unwrap();
+    assert_eq!(stats["result"]["evaluations"], 3, "{stats}");
+    eprintln!("slowest hook call answered by the started daemon: {slow:?}");
+    // A socket named too long to use is an error that says so, not a quiet slow path.
+    let long = dir.join("x".repeat(120));
+    let o = hook(
+        &["--socket", long.to_str().unwrap()],
+        &dir,
+        &pre("auto", "Bash", json!({"command": "ls"})),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("at most"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn telemetry_lost_to_kill_9_is_rebuilt_from_the_audit_log() {
+    let dir = scratch();
+    let logs = scratch();
+    let audit = logs.join("audit.jsonl");
+    let audit_arg = audit.to_str().unwrap().to_string();
+    let stats = |dir: &Path| -> Value {
+        let o = Command::new(BIN)
+            .args(["audit", "stats", "--json", "--state-dir"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let mut d = Daemon::start_in(dir.clone(), &["--audit", &audit_arg]);
+    let mut c = d.client();
+    // Pipelined in batches (a client that writes without reading is cut off).
+    for batch in 0..40u64 {
+        let mut lines = String::new();
+        for i in batch * 100..(batch + 1) * 100 {
+            let dest = if i % 2 == 0 {
+                "169.254.169.254"
+            } else {
+                "1.1.1.1"
+            };
+            lines.push_str(&evaluate(i, "call_api", i % 50, dest).to_string());
+            lines.push('\n');
+        }
+        c.send_raw(lines.as_bytes());
+        for _ in 0..100 {
+            c.read();
+        }
+    }
+    // Killed the moment the last answer is out: rows may still be queued for telemetry.
+    d.signal("KILL");
+    let _ = d.child.wait();
+    // Keep the state directory (a dropped Daemon removes it).
+    std::mem::forget(d);
+    let in_log = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"type\":\"decision\""))
+        .count() as u64;
+    assert!(in_log > 0);
+    let before = stats(&dir);
+    eprintln!(
+        "after kill -9: {in_log} decisions in the audit log, {} in telemetry ({} reported dropped)",
+        before["total"], before["dropped"]
+    );
+    // The next start rebuilds what the store lacks; nothing is counted twice.
+    let d = Daemon::start_in(dir.clone(), &["--audit", &audit_arg]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let after = loop {
+        let s = stats(&dir);
+        if s["total"].as_u64() == Some(in_log) || Instant::now() > deadline {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(after["total"].as_u64(), Some(in_log), "{after}");
+    let lost = in_log.saturating_sub(before["total"].as_u64().unwrap());
+    assert!(after["recovered"].as_u64().unwrap() >= lost, "{after}");
+    drop(d);
+    let _ = std::fs::remove_dir_all(&logs);
 }

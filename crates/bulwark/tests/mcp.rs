@@ -768,3 +768,45 @@ fn cancelled_calls_free_their_place_in_the_aggregate() {
     let r = g.call("everything__get-sum", json!({"a": 1, "b": 2}));
     assert!(r["result"]["content"].to_string().contains('3'), "{r}");
 }
+
+#[test]
+fn a_server_command_without_the_double_dash_is_run_with_its_own_options() {
+    // MCP Inspector and some clients drop `--`: `bulwark mcp python3 -u server.py`.
+    let state = scratch();
+    let script = state.join("echo.py");
+    std::fs::write(
+        &script,
+        r#"import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" in m:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"argv": sys.argv[1:]}}), flush=True)
+"#,
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--state-dir"])
+        .arg(&state)
+        .args(["python3", "-u"])
+        .arg(&script)
+        .args(["--name", "x"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    drop(stdin);
+    let _ = child.wait();
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    // The server got its own options, `--name x` included (after the command, nothing is
+    // Bulwark's).
+    assert_eq!(v["result"]["argv"], json!(["--name", "x"]), "{v}");
+}

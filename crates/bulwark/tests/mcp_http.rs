@@ -1910,3 +1910,26 @@ fn a_session_whose_initialize_fails_ends_its_server() {
     );
     assert_eq!(ping.status, 404, "{ping:?}");
 }
+
+#[test]
+fn a_slowloris_past_the_connection_cap_does_not_make_a_client_wait() {
+    // ~520 sockets that never send a byte against the default cap of 512 and a 30 s head
+    // timeout: before, every other client waited in the backlog for a place (~27 s).
+    let state = scratch();
+    let g = everything(&state, &[]);
+    let idle: Vec<TcpStream> = (0..520)
+        .filter_map(|_| TcpStream::connect(&g.addr).ok())
+        .collect();
+    assert!(idle.len() >= 512, "{}", idle.len());
+    std::thread::sleep(Duration::from_millis(500));
+    let mut slowest = Duration::ZERO;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let sid = initialize(&g.addr);
+        assert!(!sid.is_empty());
+        slowest = slowest.max(t.elapsed());
+    }
+    eprintln!("slowest initialize with 520 idle connections open: {slowest:?}");
+    assert!(slowest < Duration::from_secs(2), "{slowest:?}");
+    drop(idle);
+}

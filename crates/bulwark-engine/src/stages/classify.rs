@@ -205,6 +205,21 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
     paths.append(&mut facts.paths);
 
+    // A file-writing tool's write is the write a shell redirect makes: the same rules about
+    // where writes may go (startup files, cron, git hooks, sudoers, system files) judge it.
+    let writes_files = matches!(kind, Some(Kind::Write | Kind::Delete))
+        || (ctx.spec.is_some() && ctx.caps.contains(Capability::FsWrite));
+    if writes_files && call.direction.acts() {
+        for p in &paths {
+            ctx.commands.push(bulwark_shell::Invocation {
+                name: name.to_ascii_lowercase(),
+                written: name.clone(),
+                writes: vec![bulwark_shell::paths::normalize(p)],
+                ..Default::default()
+            });
+        }
+    }
+
     ctx.caps = ctx.caps.union(facts.capabilities);
     ctx.predicates = facts.predicates;
 
@@ -285,7 +300,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     }
 
     // Paths: reading a sensitive one means the session holds private data.
+    // Reading a path on the policy's list, or a credential store, taints.
+    let credential =
+        |p: &String| bulwark_shell::paths::is_sensitive(&bulwark_shell::paths::normalize(p));
+    let credential_named = paths.iter().any(credential);
     let sensitive = paths.iter().any(|p| ctx.policy.taint.is_sensitive_path(p))
+        || credential_named
         || ctx.predicates.contains(&"shell.sensitive_read")
         || ctx.predicates.contains(&"shell.secret_read");
     if paths.iter().any(|p| ctx.policy.taint.is_control_path(p)) {
@@ -295,6 +315,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         ctx.predicates.push("path.sensitive");
         if ctx.caps.contains(Capability::FsRead) || ctx.caps.contains(Capability::ExecShell) {
             ctx.taint_out.insert(bulwark_policy::Taint::PrivateData);
+        }
+        // A file tool reading a credential store, by the command analyser's own test, so
+        // that `Read ~/.ssh/id_rsa` is asked about as `cat ~/.ssh/id_rsa` is (and a public
+        // key is read as freely as `cat` reads it). The shell's reads are
+        // `shell.sensitive_read`.
+        if credential_named
+            && ctx.caps.contains(Capability::FsRead)
+            && !ctx.caps.contains(Capability::ExecShell)
+        {
+            ctx.predicates.push("path.sensitive_read");
         }
     }
     ctx.paths = paths;

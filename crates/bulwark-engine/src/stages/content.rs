@@ -90,7 +90,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let definition_doc;
     let doc: &Value = match (call.direction, &call.definition) {
         (Direction::Definition, Some(def)) => {
-            definition_doc = serde_json::json!({"description": def.description, "input_schema": def.input_schema, "annotations": def.annotations});
+            // Every string of the definition is read: its name too, where a poisoned tool
+            // can speak as well as anywhere else.
+            definition_doc = serde_json::json!({"name": call.tool.name, "description": def.description, "input_schema": def.input_schema, "annotations": def.annotations});
             &definition_doc
         }
         _ => call.payload(),
@@ -115,10 +117,24 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         ctx.raise(v, ReasonCode::InvalidInput, None, Some(Severity::High), format!("The content is larger than the {limit} bytes the scanner reads; it is not passed unread."), None);
         return;
     }
-    let out = ctx.scanner.scan(&ScanInput {
+    let mut out = ctx.scanner.scan(&ScanInput {
         direction: call.direction,
         strings: &strings,
     });
+    // Hints the description contradicts ("readOnlyHint: true" on a tool that deletes):
+    // clients skip confirmation on them, so a false one is poisoning.
+    if let (Direction::Definition, Some(def)) = (call.direction, &call.definition) {
+        let at = strings
+            .iter()
+            .position(|s| *s == def.description.as_str())
+            .unwrap_or(0);
+        out.findings.extend(
+            ctx.scanner
+                .annotation_conflicts(&def.description, &def.annotations)
+                .into_iter()
+                .map(|f| ContentFinding { string: at, ..f }),
+        );
+    }
     let (ns, nf) = (strings.len(), out.findings.len());
     ctx.explain(|| format!("{ns} strings, {total} bytes, {nf} findings"));
     if !out.complete {

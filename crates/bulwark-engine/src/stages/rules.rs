@@ -264,8 +264,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     } else {
         recent_burst
     };
+    // A burst is calls in a row, so it needs an earlier call's hits: one call matching
+    // several rules is already scored by its points.
     let burst = policy.scoring.burst_count > 0
         && counted > 0
+        && recent_burst > 0
         && recent_burst + counted >= policy.scoring.burst_count as usize;
     if burst {
         tier = tier.map(raise_tier);
@@ -305,15 +308,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             severity = t;
         }
     }
+    // The reason is read by the model and the user: the rule's own words. How many rules
+    // matched and what they scored is in the findings and the explanation.
     let mut reason = primary.reason.clone();
-    if matched.len() > 1 {
-        reason.push_str(&format!(
-            " ({} rules matched, {points} points)",
-            matched.len()
-        ));
-    }
     if burst {
-        reason.push_str(" A burst of destructive calls in this session raised the tier.");
+        reason.push_str(" This session has made several such calls in a short time, so it is treated more strictly.");
     }
     let n = matched.len();
     ctx.explain(|| {

@@ -272,6 +272,9 @@ class Handler(BaseHTTPRequestHandler):
                        {"retry-after": "0"})
             return
         text, calls = script(api, body, self.headers)
+        if str(body.get("model", "")).startswith("big-"):
+            # `big-N`: a plain answer of N bytes of text (the proxy's memory bounds).
+            text, calls = "lorem ipsum " * (int(body["model"][4:]) // 12), []
         # Ids follow from the request, so the same request gets the same bytes back (the
         # byte-for-byte test sends one request both directly and through the proxy).
         rid = hashlib.sha256(raw).hexdigest()[:12]

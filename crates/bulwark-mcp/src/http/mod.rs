@@ -17,7 +17,6 @@
 //! - every body, queue, stream and session count is bounded.
 
 mod answer;
-pub mod conns;
 pub mod guard;
 pub mod identity;
 mod native;
@@ -48,6 +47,9 @@ use bulwark_engine::Principal;
 use guard::Guard;
 pub use session::{Link, Session, Wire};
 use streams::{GET_STREAM, Mode, StreamError};
+
+/// Connections at once, by default.
+pub const MAX_CONNECTIONS: usize = 512;
 
 /// The protocol versions served with sessions.
 pub const SESSION_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -169,7 +171,7 @@ impl Default for HttpConfig {
             idle_timeout: Duration::from_secs(30 * 60),
             send_wait: Duration::from_secs(10),
             keepalive: Duration::from_secs(15),
-            max_connections: conns::MAX_CONNECTIONS,
+            max_connections: MAX_CONNECTIONS,
             body_timeout: Duration::from_secs(30),
             header_timeout: Duration::from_secs(30),
         }
@@ -390,6 +392,10 @@ const DRAIN: Duration = Duration::from_secs(3);
 /// Serves `front` on `listener` until `shutdown` completes; then every session is ended
 /// and connections get [`DRAIN`] to finish. Returns how many sessions were ended (their
 /// servers are being terminated).
+///
+/// The listener is [`bulwark_listen::http`]'s: at most `max_connections` at once, a
+/// quarter of them per client address, idle connections giving way to new clients, a
+/// head within `header_timeout` (first or between requests), writes that stall closed.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     front: Arc<HttpFront>,
@@ -406,47 +412,16 @@ pub async fn serve(
         })
     };
     let app = router(Arc::clone(&front));
-    let header_timeout = front.config.header_timeout;
-    let mut listener = conns::Bounded::new(listener, front.config.max_connections);
-    let (stop, stopping) = tokio::sync::watch::channel(false);
-    let mut connections = tokio::task::JoinSet::new();
-    tokio::pin!(shutdown);
-    loop {
-        while connections.try_join_next().is_some() {}
-        tokio::select! {
-            (io, _) = axum::serve::Listener::accept(&mut listener) => {
-                let service = hyper_util::service::TowerToHyperService::new(app.clone());
-                let mut stopping = stopping.clone();
-                connections.spawn(async move {
-                    // A connection that sends no request head within the timeout — first
-                    // or between requests — is closed: idle sockets do not hold places.
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .timer(hyper_util::rt::TokioTimer::new())
-                        .header_read_timeout(header_timeout)
-                        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
-                    tokio::pin!(conn);
-                    tokio::select! {
-                        _ = conn.as_mut() => {}
-                        _ = stopping.changed() => {
-                            conn.as_mut().graceful_shutdown();
-                            let _ = conn.await;
-                        }
-                    }
-                });
-            }
-            _ = &mut shutdown => break,
-        }
-    }
-    let ended = front.stop_all();
-    let _ = stop.send(true);
-    // A client that stops reading, or drips a body, does not hold the shutdown up.
-    let _ = tokio::time::timeout(DRAIN, async {
-        while connections.join_next().await.is_some() {}
+    let mut limits = bulwark_listen::http::HttpLimits::for_max(front.config.max_connections);
+    limits.header = front.config.header_timeout;
+    limits.drain = DRAIN;
+    let ended = std::sync::Mutex::new(0);
+    bulwark_listen::http::serve(listener, app, limits, shutdown, || {
+        *ended.lock().unwrap_or_else(|p| p.into_inner()) = front.stop_all();
     })
     .await;
-    connections.abort_all();
     reaper.abort();
-    Ok(ended)
+    Ok(ended.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// A request refused before it reached a session: the HTTP status and JSON-RPC error.
@@ -1086,6 +1061,46 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+        let _ = stop.send(());
+        let _ = server.await;
+    }
+
+    #[tokio::test]
+    async fn idle_connections_from_one_client_do_not_make_another_wait() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // A slowloris: three times the cap in sockets that never send a byte, with the
+        // head timeout far longer than the test.
+        let (addr, stop, server) = serving(HttpConfig {
+            max_connections: 16,
+            header_timeout: Duration::from_secs(60),
+            ..HttpConfig::default()
+        })
+        .await;
+        let mut idle = Vec::new();
+        for _ in 0..48 {
+            idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        for _ in 0..5 {
+            let started = std::time::Instant::now();
+            let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+            c.write_all(
+                format!("GET /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+            )
+            .await
+            .unwrap();
+            let mut answer = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut answer)).await;
+            let waited = started.elapsed();
+            let text = String::from_utf8_lossy(&answer);
+            assert!(
+                text.starts_with("HTTP/1.1 "),
+                "no answer in {waited:?}: {text}"
+            );
+            assert!(waited < Duration::from_secs(1), "waited {waited:?}");
+        }
+        drop(idle);
         let _ = stop.send(());
         let _ = server.await;
     }

@@ -40,8 +40,7 @@ fn word(v: &Value) -> W {
 /// Deletions of data stores that the language readers do not model (`dropDatabase`,
 /// `FLUSHALL`, `deleteMany({})`): kept from the pattern reader.
 fn store_deletions(text: &str) -> Vec<String> {
-    code::analyse(text, code::Lang::Node)
-        .deletes
+    code::deletes(text)
         .into_iter()
         .filter(|d| {
             [
