@@ -102,6 +102,9 @@ pub struct Ctx<'a> {
     pub commands: Vec<bulwark_shell::Invocation>,
     /// Why the commands have their capabilities (`rm -r -f on /`, …).
     pub command_reasons: Vec<String>,
+    /// Files the commands write with what they hold, remembered by the session if the
+    /// call goes through.
+    pub written: Vec<(String, bulwark_shell::FileContent)>,
     /// Taint this call gives the session if it goes through.
     pub taint_out: TaintSet,
     /// Whether the fleet should be asked about this tool.
@@ -285,6 +288,7 @@ pub(crate) fn run(
         predicates: Vec::new(),
         commands: Vec::new(),
         command_reasons: Vec::new(),
+        written: Vec::new(),
         taint_out: TaintSet::NONE,
         escalate: false,
         findings: Vec::new(),

@@ -3,7 +3,8 @@
 //! Everything here is bounded. With the default policy a session costs about 1.5 KiB:
 //! three buckets (48 B), 32 call fingerprints and 32 result fingerprints (16 B each),
 //! 32 burst timestamps (8 B each), two 16-byte progress slots per sequence step, plus the
-//! session id. `SessionTable` keeps at most `limits.max_sessions` of them and drops any idle
+//! session id, and at most [`MAX_FILE_TEXT`] of script text its commands wrote
+//! ([`Session::remember_files`]). `SessionTable` keeps at most `limits.max_sessions` of them and drops any idle
 //! longer than `limits.session_idle_secs`.
 
 use std::collections::VecDeque;
@@ -77,6 +78,28 @@ impl MaskBook {
     }
 }
 
+/// Files a session's commands wrote that it remembers, and the text it keeps of them in
+/// all: a later call that runs one (`sh x.sh` after `cat > x.sh <<EOF`) is judged by what
+/// it holds. Past either limit the oldest are forgotten, and a forgotten file runs as a
+/// script nobody has seen (as before any was remembered).
+pub const MAX_FILES: usize = 16;
+/// Bytes of remembered script text per session (see [`MAX_FILES`]).
+pub const MAX_FILE_TEXT: usize = 16 * 1024;
+
+/// What a remembered file holds (see [`bulwark_shell::FileContent`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileMemory {
+    /// The whole text.
+    Text(String),
+    /// The known end of a file whose start nobody saw.
+    Appended(String),
+    /// A download.
+    Fetched,
+    /// Decoded text of unknown origin.
+    Decoded,
+}
+
 /// One session. Serialisable, so fronts that run one process per call (agent hooks) can
 /// keep it in a file between calls.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -105,6 +128,9 @@ pub struct Session {
     pub sequences_version: String,
     /// Placeholder numbers for masked values.
     pub masks: MaskBook,
+    /// Files the session's commands wrote, oldest first.
+    #[serde(default)]
+    pub files: Vec<(String, FileMemory)>,
 }
 
 impl Session {
@@ -116,6 +142,49 @@ impl Session {
     /// Adds `taint`: the only way a session's taint changes, and it only grows.
     pub fn add_taint(&mut self, taint: TaintSet) {
         self.taint = self.taint.union(taint);
+    }
+
+    /// The files remembered, as the command analysis takes them.
+    pub fn files(&self) -> Vec<(String, bulwark_shell::FileContent)> {
+        use bulwark_shell::FileContent as C;
+        self.files
+            .iter()
+            .map(|(p, m)| {
+                let c = match m {
+                    FileMemory::Text(t) => C::Text(t.clone()),
+                    FileMemory::Appended(t) => C::Appended(t.clone()),
+                    FileMemory::Fetched => C::Fetched,
+                    FileMemory::Decoded => C::Decoded,
+                };
+                (p.clone(), c)
+            })
+            .collect()
+    }
+
+    /// Remembers what a call's commands wrote (a file overwritten with something unknown
+    /// is forgotten), within [`MAX_FILES`] and [`MAX_FILE_TEXT`].
+    pub fn remember_files(&mut self, written: &[(String, bulwark_shell::FileContent)]) {
+        use bulwark_shell::FileContent as C;
+        for (path, content) in written {
+            self.files.retain(|(p, _)| p != path);
+            let m = match content {
+                C::Text(t) if t.len() <= MAX_FILE_TEXT => FileMemory::Text(t.clone()),
+                C::Appended(t) if t.len() <= MAX_FILE_TEXT => FileMemory::Appended(t.clone()),
+                C::Fetched => FileMemory::Fetched,
+                C::Decoded => FileMemory::Decoded,
+                _ => continue,
+            };
+            self.files.push((path.clone(), m));
+        }
+        let text = |m: &FileMemory| match m {
+            FileMemory::Text(t) | FileMemory::Appended(t) => t.len(),
+            _ => 0,
+        };
+        while self.files.len() > MAX_FILES
+            || self.files.iter().map(|(_, m)| text(m)).sum::<usize>() > MAX_FILE_TEXT
+        {
+            self.files.remove(0);
+        }
     }
 
     /// Pushes a fingerprint into a bounded history.
@@ -353,6 +422,49 @@ impl EvictedTaint {
 mod tests {
     use super::*;
     use bulwark_policy::Taint;
+    use bulwark_shell::FileContent;
+
+    #[test]
+    fn remembered_files_are_bounded_oldest_first() {
+        let mut s = Session::default();
+        let many: Vec<(String, FileContent)> = (0..MAX_FILES + 5)
+            .map(|i| (format!("f{i}.sh"), FileContent::Text(format!("echo {i}"))))
+            .collect();
+        s.remember_files(&many);
+        assert_eq!(s.files.len(), MAX_FILES);
+        assert_eq!(s.files[0].0, "f5.sh");
+        // Text past the budget pushes the oldest out; a file larger than it is not kept.
+        let big = "x".repeat(MAX_FILE_TEXT / 2 + 1);
+        s.remember_files(&[("a.sh".into(), FileContent::Text(big.clone()))]);
+        s.remember_files(&[("b.sh".into(), FileContent::Text(big.clone()))]);
+        assert!(s.files.iter().all(|(p, _)| p != "a.sh"));
+        assert!(s.files.iter().any(|(p, _)| p == "b.sh"));
+        let huge = "x".repeat(MAX_FILE_TEXT + 1);
+        s.remember_files(&[("b.sh".into(), FileContent::Text(huge))]);
+        assert!(
+            s.files.iter().all(|(p, _)| p != "b.sh"),
+            "too large: forgotten"
+        );
+        // Overwritten with something unknown: forgotten.
+        s.remember_files(&[("f9.sh".into(), FileContent::Unknown)]);
+        assert!(s.files.iter().all(|(p, _)| p != "f9.sh"));
+        // A download is remembered as one, and survives a round trip through JSON.
+        s.remember_files(&[("i.sh".into(), FileContent::Fetched)]);
+        let back: Session = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert!(
+            back.files()
+                .contains(&("i.sh".to_string(), FileContent::Fetched))
+        );
+        // Sessions stored before files were remembered still load.
+        let mut old = serde_json::to_value(Session::default()).unwrap();
+        old.as_object_mut().unwrap().remove("files");
+        assert!(
+            serde_json::from_value::<Session>(old)
+                .unwrap()
+                .files
+                .is_empty()
+        );
+    }
 
     #[test]
     fn evicts_the_least_recently_used_session_when_full() {

@@ -257,6 +257,16 @@ pub(crate) fn output(inv: &Invocation, stdin: &Stdin, from: Output) -> Output {
                     break;
                 }
             }
+            if name == "printf" {
+                if args.first() == Some(&"-v") {
+                    // `printf -v var …` prints nothing.
+                    return Output::Nothing;
+                }
+                if args.first() == Some(&"--") {
+                    args.remove(0);
+                }
+                return Output::Literal(printf(&args));
+            }
             let text = args.join(" ");
             Output::Literal(if escapes { c_escapes(&text) } else { text })
         }
@@ -340,6 +350,59 @@ pub(crate) fn decode_utf16_base64(text: &str) -> Option<String> {
 fn c_escapes(s: &str) -> String {
     crate::words::ansi_c(s)
 }
+
+/// What `printf FORMAT ARGS…` prints: the format is reused until the arguments run out;
+/// `%s`, `%b`, `%q`, `%d`, `%i`, `%u`, `%x`, `%c` take one argument each (flags and widths
+/// are read and ignored), `%%` is a percent sign.
+fn printf(args: &[&str]) -> String {
+    let Some((format, mut rest)) = args.split_first() else {
+        return String::new();
+    };
+    let format = c_escapes(format);
+    let mut out = String::new();
+    // Each pass consumes arguments; a format with no conversions prints once.
+    for _ in 0..4096 {
+        let mut used = false;
+        let mut chars = format.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            while chars
+                .peek()
+                .is_some_and(|c| "-+ #0123456789.*".contains(*c))
+            {
+                chars.next();
+            }
+            match chars.next() {
+                Some('%') => out.push('%'),
+                Some(conv) => {
+                    let arg = rest.first().copied().unwrap_or("");
+                    if !rest.is_empty() {
+                        rest = &rest[1..];
+                        used = true;
+                    }
+                    match conv {
+                        'b' => out.push_str(&c_escapes(arg)),
+                        'c' => out.extend(arg.chars().next()),
+                        _ => out.push_str(arg),
+                    }
+                }
+                None => out.push('%'),
+            }
+        }
+        if !used || rest.is_empty() || out.len() > 64 * 1024 {
+            break;
+        }
+    }
+    out
+}
+
+/// Programs that list directories or describe files without reading their contents.
+const LISTERS: &[&str] = &[
+    "ls", "dir", "vdir", "tree", "du", "stat", "exa", "eza", "lsd", "lsattr", "getfacl",
+];
 
 const READERS: &[&str] = &[
     "cat",
@@ -644,6 +707,24 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
                 push(&mut inv.writes, f);
             }
         }
+    } else if LISTERS.contains(&name.as_str()) {
+        // Names, sizes and modes, not contents: `ls -la ~/.ssh` reads no key.
+    } else if p::SHELLS.contains(&name.as_str())
+        || matches!(
+            name.as_str(),
+            "set"
+                | "export"
+                | "declare"
+                | "local"
+                | "typeset"
+                | "readonly"
+                | "alias"
+                | "unset"
+                | "eval"
+        )
+    {
+        // Their words are values, positional parameters or a command (analysed where it
+        // runs); a shell's script is read where the shell is unwrapped.
     } else if READERS.contains(&name.as_str()) {
         for o in &ops {
             push(&mut inv.reads, o);
@@ -965,6 +1046,7 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
                     format!("chmod {mode} makes files world-writable"),
                 );
             }
+            permission_wreck(inv, &name, has("R"), ops.get(1..).unwrap_or(&[]), true);
         }
         "chown" | "chgrp" => {
             let owner = a.operands.first().cloned().unwrap_or_default();
@@ -981,6 +1063,26 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
                     Cap::FsWrite,
                     format!("{name} -R {owner} hands a tree to root"),
                 );
+            }
+            permission_wreck(inv, &name, has("R"), ops.get(1..).unwrap_or(&[]), false);
+        }
+        "install" => {
+            // `install -m 4755 ./sh /usr/local/bin/sh` is a copy and a chmod in one.
+            if let Some(mode) = a.value("m") {
+                if setuid_mode(mode) {
+                    inv.fact("shell.privilege_change");
+                    inv.because(
+                        Cap::FsWrite,
+                        format!("install -m {mode} sets the setuid/setgid bit"),
+                    );
+                }
+                if world_writable(mode) {
+                    inv.fact("shell.privilege_change");
+                    inv.because(
+                        Cap::FsWrite,
+                        format!("install -m {mode} makes files world-writable"),
+                    );
+                }
             }
         }
         "setcap" => {
@@ -1274,6 +1376,62 @@ fn device(inv: &mut Invocation, name: &str, ops: &[String]) {
     }
 }
 
+/// A recursive change of owner or mode over `/`, a top-level system directory or (for
+/// modes) a home directory: every file's previous owner or mode is lost, and the system
+/// or the user's account stops working (`chmod -R 000 /`, `chown -R $(whoami) /`).
+fn permission_wreck(
+    inv: &mut Invocation,
+    name: &str,
+    recursive: bool,
+    targets: &[String],
+    home_too: bool,
+) {
+    if !recursive {
+        return;
+    }
+    const SYSTEM: &[&str] = &[
+        "bin",
+        "boot",
+        "dev",
+        "etc",
+        "lib",
+        "lib32",
+        "lib64",
+        "proc",
+        "root",
+        "sbin",
+        "sys",
+        "usr",
+        "var",
+        "home",
+        "Users",
+        "System",
+        "Library",
+        "Applications",
+        "private",
+    ];
+    let wrecked: Vec<&String> = targets
+        .iter()
+        .filter(|t| {
+            let t = t.trim_end_matches("/*").trim_end_matches('/');
+            t.is_empty()
+                || t.strip_prefix('/').is_some_and(|d| SYSTEM.contains(&d))
+                || home_too
+                    && (t == "~"
+                        || t.strip_prefix("/home/")
+                            .or_else(|| t.strip_prefix("/Users/"))
+                            .is_some_and(|u| !u.is_empty() && !u.contains('/')))
+        })
+        .collect();
+    if let Some(t) = wrecked.first() {
+        inv.fact("shell.permission_wreck");
+        inv.because(
+            Cap::ExecIrreversible,
+            format!("{name} -R over {t} loses every file's owner or mode"),
+        );
+    }
+}
+
 fn setuid_mode(mode: &str) -> bool {
     if mode.bytes().all(|b| b.is_ascii_digit()) && mode.len() == 4 {
         return matches!(mode.as_bytes()[0], b'2' | b'4' | b'6' | b'7');
@@ -1559,8 +1717,24 @@ fn git(inv: &mut Invocation, sub: &str, a: &crate::argv::Argv, args: &[String]) 
             }
         }
         "checkout" => {
-            let dashdash = inv.words.iter().any(|w| w == "--");
-            if has("f") || dashdash || args.iter().any(|x| x == ".") {
+            // `git checkout -- FILE` reverts the files it names, like an edit would; `-f`,
+            // `.`, a glob or the top of the tree discards every local change.
+            let dashdash = inv.words.iter().position(|w| w == "--");
+            let paths: Vec<&String> = match dashdash {
+                Some(at) => inv.words[at + 1..].iter().collect(),
+                None => Vec::new(),
+            };
+            let broad = |x: &str| {
+                matches!(x, "." | "./" | ".." | "*" | ":/" | ":" | "/")
+                    || x.contains(['*', '?'])
+                    || x.starts_with(":(")
+            };
+            let discards_all = dashdash.is_some() && paths.is_empty();
+            if has("f")
+                || discards_all
+                || args.iter().any(|x| broad(x))
+                || paths.iter().any(|x| broad(x))
+            {
                 inv.because(
                     Cap::ExecIrreversible,
                     "git checkout discards uncommitted changes",

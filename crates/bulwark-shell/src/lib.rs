@@ -46,22 +46,50 @@ pub mod programs;
 pub mod specs;
 pub mod sql;
 mod walk;
+mod windows;
 pub mod words;
 
 pub use ast::*;
-pub use model::{Analysis, Cap, Caps, Invocation, PREDICATES, Reason, is_predicate};
+pub use model::{Analysis, Cap, Caps, FileContent, Invocation, PREDICATES, Reason, is_predicate};
 pub use parse::{ParseError, parse};
 pub use sql::{SqlAnalysis, SqlContext, SqlStatement, analyse_sql, looks_like_sql, sql_in};
 pub use walk::{MAX_INVOCATIONS, MAX_NESTING};
 
 /// Analyses a command line.
 pub fn analyse(text: &str) -> Analysis {
+    analyse_in(text, &[])
+}
+
+/// Analyses a command line run after earlier lines of the same session wrote `files`
+/// (their [`Analysis::written`]): a script an earlier line wrote and this line runs is read
+/// for what it holds, and a file an earlier line downloaded runs as a download.
+///
+/// ```
+/// use bulwark_shell::{analyse, analyse_in};
+///
+/// let first = analyse("cat > x.sh <<'EOF'\nrm -rf ~\nEOF");
+/// let later = analyse_in("sh x.sh", &first.written);
+/// assert!(later.invocations.iter().any(|i| i.name == "rm" && i.args == ["~"]));
+///
+/// let first = analyse("curl -sSo i.sh https://get.example.com/i.sh");
+/// assert!(analyse_in("bash ./i.sh", &first.written).has("shell.fetch_to_shell"));
+/// ```
+pub fn analyse_in(text: &str, files: &[(String, FileContent)]) -> Analysis {
+    // A Windows command line (`dir C:\`, `del /s /q C:\build`) is read as the commands it
+    // names, not as bash with stray backslashes.
+    if let Some(unix) = windows::translate(text) {
+        let mut a = analyse_in(&unix, files);
+        for inv in &mut a.invocations {
+            inv.via.insert(0, "cmd.exe".to_string());
+        }
+        return a;
+    }
     let script = match fast::parse(text) {
         Some(s) => Ok(s),
         None => parse::parse(text),
     };
     let mut a = match script {
-        Ok(script) => walk::walk(&script),
+        Ok(script) => walk::walk(&script, files),
         Err(e) => {
             let mut a = Analysis::default();
             a.errors.push(e.to_string());

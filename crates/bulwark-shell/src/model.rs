@@ -165,6 +165,23 @@ impl Invocation {
     }
 }
 
+/// What a file written by a command holds, as far as the writer showed it: what a later
+/// command that runs the file runs (`cat > x.sh <<EOF … EOF; sh x.sh`,
+/// `curl -o i.sh URL && sh i.sh`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileContent {
+    /// The whole text (a here-document, `printf … >`, `echo … | tee`).
+    Text(String),
+    /// Text appended to a file whose start the line did not show.
+    Appended(String),
+    /// A download.
+    Fetched,
+    /// Decoded or decompressed text of unknown origin.
+    Decoded,
+    /// Overwritten with something not shown: forget what was known.
+    Unknown,
+}
+
 /// The analysis of a command line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Analysis {
@@ -186,6 +203,10 @@ pub struct Analysis {
     pub sql: Vec<SqlAnalysis>,
     /// Parse errors, outermost first; any error makes the line `exec.arbitrary`.
     pub errors: Vec<String>,
+    /// Files the line wrote, with what they hold as far as the line showed it (normalised
+    /// paths, last write wins), for a caller that remembers them across a session's lines
+    /// ([`crate::analyse_in`]).
+    pub written: Vec<(String, FileContent)>,
 }
 
 impl Analysis {
@@ -343,6 +364,18 @@ pub const PREDICATES: &[(&str, &str)] = &[
     (
         "shell.privilege_change",
         "grants privilege: setuid bits, world-writable modes, recursive chown to root, sudo groups",
+    ),
+    (
+        "shell.fork_bomb",
+        "a function calls itself with nothing to stop it (`:(){ :|:& };:`): the host runs out of processes",
+    ),
+    (
+        "shell.permission_wreck",
+        "a recursive chown/chmod/chgrp over /, a top-level system directory or (modes) a home directory",
+    ),
+    (
+        "shell.git_command_config",
+        "git config keeps a command for later git operations (core.sshCommand, alias.x '!…', filters, an outside hooks directory)",
     ),
 ];
 

@@ -285,7 +285,7 @@ static TABLE: &[(&str, Spec)] = &[
     ),
     (
         "install",
-        s!(short_values: "mogtSTD", long_values: &["mode", "owner", "group", "target-directory", "suffix"], aliases: &[("target-directory", "t")]),
+        s!(short_values: "mogtSTD", long_values: &["mode", "owner", "group", "target-directory", "suffix"], aliases: &[("target-directory", "t"), ("mode", "m")]),
     ),
     (
         "ionice",

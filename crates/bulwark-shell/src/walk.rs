@@ -13,7 +13,7 @@ use crate::ast::{Node, Redirect, Script, SimpleCommand, Word};
 use crate::classify::{self, Io};
 use crate::code::{self, Lang};
 use crate::interp::{Env, Val};
-use crate::model::{Analysis, Cap, Invocation};
+use crate::model::{Analysis, Cap, FileContent, Invocation};
 use crate::paths;
 use crate::programs::{self as p, name_of};
 use crate::sql;
@@ -28,6 +28,11 @@ pub const MAX_INVOCATIONS: usize = 512;
 const MAX_XARGS: usize = 4096;
 /// Functions remembered per line.
 const MAX_FUNCTIONS: usize = 64;
+/// Files whose content is remembered (this line's writes and those handed in); the oldest
+/// is forgotten first, and a forgotten file runs as a script the line does not show.
+pub(crate) const MAX_FILES: usize = 32;
+/// Bytes of a remembered file; a longer one is remembered as unknown.
+pub(crate) const MAX_FILE_BYTES: usize = 64 * 1024;
 
 /// What a command writes to its standard output, as far as a pipe into a shell cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,21 +114,61 @@ pub(crate) struct Walker {
     functions: Vec<(String, Vec<Node>)>,
     /// What the current command's words' substitutions printed (`echo "$(curl …)"`).
     pending_from: Output,
+    /// Files written earlier (on this line or, handed in, on the session's earlier lines)
+    /// with what they hold: running one runs that.
+    files: Vec<(String, FileContent)>,
+    /// The files this line wrote, in order.
+    written: Vec<String>,
+    /// Functions being defined or run, with the conditional depth they started at.
+    frames: Vec<(String, usize)>,
+    /// How many conditions (`if`, `case`, loops, the right of `&&`/`||`) enclose the node.
+    conditional: usize,
 }
 
-/// Walks a parsed script.
-pub(crate) fn walk(script: &Script) -> Analysis {
+/// Walks a parsed script run after `files` were written.
+pub(crate) fn walk(script: &Script, files: &[(String, FileContent)]) -> Analysis {
     let mut w = Walker {
         a: Analysis::default(),
         env: Env::default(),
         functions: Vec::new(),
         pending_from: Output::Nothing,
+        files: Vec::new(),
+        written: Vec::new(),
+        frames: Vec::new(),
+        conditional: 0,
     };
+    for (path, content) in files.iter().rev().take(MAX_FILES).rev() {
+        w.files.push((path.clone(), content.clone()));
+    }
     let ctx = Ctx::default();
     for n in &script.body {
         w.node(n, &ctx, Stdin::Tty);
     }
+    let written = std::mem::take(&mut w.written);
+    for path in written {
+        if let Some((_, c)) = w.files.iter().find(|(p, _)| *p == path) {
+            w.a.written.push((path, c.clone()));
+        }
+    }
     w.a
+}
+
+/// A remembered file's key: its normalised path (`./x.sh` is `x.sh`); `None` for a path
+/// only known at run time.
+fn file_key(path: &str) -> Option<String> {
+    if path.is_empty() || path.contains('$') || path.contains("(…)") || path == "-" {
+        return None;
+    }
+    Some(paths::normalize(path))
+}
+
+/// The redirections that send a command's standard output to a file: (target, appends).
+fn stdout_targets(redirects: &[Redirect]) -> impl Iterator<Item = (&Word, bool)> {
+    redirects.iter().filter_map(|r| {
+        let out = matches!(r.op.as_str(), ">" | ">|" | "&>") && r.fd.is_none_or(|fd| fd == 1);
+        let append = matches!(r.op.as_str(), ">>" | "&>>") && r.fd.is_none_or(|fd| fd == 1);
+        (out || append).then_some((&r.target, append))
+    })
 }
 
 impl Walker {
@@ -189,9 +234,12 @@ impl Walker {
                 }
                 out
             }
-            Node::List(a, _, b) => {
+            Node::List(a, op, b) => {
                 let x = self.node(a, ctx, Stdin::Tty);
+                let guarded = matches!(op, crate::ast::ListOp::And | crate::ast::ListOp::Or);
+                self.conditional += usize::from(guarded);
                 let y = self.node(b, ctx, Stdin::Tty);
+                self.conditional -= usize::from(guarded);
                 x.then(y)
             }
             Node::Subshell(v) | Node::Group(v) => {
@@ -203,25 +251,31 @@ impl Walker {
             }
             Node::If(v) => {
                 // Any branch may read the input (`curl … | if true; then sh; fi`).
+                self.conditional += 1;
                 for n in v {
                     self.node(n, ctx, stdin.clone());
                 }
+                self.conditional -= 1;
                 Output::Other
             }
             Node::Loop(_, header, body) => {
                 for w in header {
                     self.word(w, ctx);
                 }
+                self.conditional += 1;
                 for n in body {
                     self.node(n, ctx, stdin.clone());
                 }
+                self.conditional -= 1;
                 Output::Other
             }
             Node::Case(subject, arms) => {
                 self.word(subject, ctx);
+                self.conditional += 1;
                 for n in arms {
                     self.node(n, ctx, stdin.clone());
                 }
+                self.conditional -= 1;
                 Output::Other
             }
             Node::Function(name, body) => {
@@ -229,9 +283,11 @@ impl Walker {
                     self.functions.push((name.clone(), body.clone()));
                 }
                 let inner = ctx.with(format!("function {name}"));
+                self.frames.push((name.clone(), self.conditional));
                 for n in body {
                     self.node(n, &inner, Stdin::Tty);
                 }
+                self.frames.pop();
                 Output::Nothing
             }
             Node::Test(words) => {
@@ -252,6 +308,7 @@ impl Walker {
                     }
                     (input, _) => self.node(inner, ctx, input.unwrap_or(stdin)),
                 };
+                self.remember_output(redirects, &out);
                 // Redirections of a compound command apply to everything inside it.
                 for inv in &mut self.a.invocations[before..] {
                     classify::apply_io(inv, &io);
@@ -559,13 +616,139 @@ impl Walker {
             return out;
         }
         let env: Vec<(String, String)> = assigns.into_iter().map(|(n, v)| (n, v.text)).collect();
-        self.invoke(words, ctx.clone(), stdin, io, &env)
+        let out = self.invoke(words, ctx.clone(), stdin, io, &env);
+        self.remember_output(&c.redirects, &out);
+        out
+    }
+
+    /// What a file now holds.
+    fn remember(&mut self, path: &str, content: FileContent, append: bool) {
+        let Some(key) = file_key(path) else {
+            return;
+        };
+        let old = self
+            .files
+            .iter()
+            .position(|(p, _)| *p == key)
+            .map(|i| self.files.remove(i).1);
+        let content = match (append, old, content) {
+            (false, _, c) => c,
+            // A download or decoded text with more after it still runs that first.
+            (true, Some(o @ (FileContent::Fetched | FileContent::Decoded)), _) => o,
+            (true, Some(FileContent::Text(a)), FileContent::Text(b)) => {
+                FileContent::Text(format!("{a}\n{b}"))
+            }
+            (true, Some(FileContent::Appended(a)), FileContent::Text(b)) => {
+                FileContent::Appended(format!("{a}\n{b}"))
+            }
+            (true, _, FileContent::Text(b)) => FileContent::Appended(b),
+            (true, _, c) => c,
+        };
+        let content = match content {
+            FileContent::Text(t) | FileContent::Appended(t) if t.len() > MAX_FILE_BYTES => {
+                FileContent::Unknown
+            }
+            c => c,
+        };
+        if self.files.len() >= MAX_FILES {
+            self.files.remove(0);
+        }
+        self.files.push((key.clone(), content));
+        self.written.retain(|p| *p != key);
+        self.written.push(key);
+        if self.written.len() > MAX_FILES {
+            self.written.remove(0);
+        }
+    }
+
+    /// Records what a command's output redirections put in their files.
+    fn remember_output(&mut self, redirects: &[Redirect], out: &Output) {
+        let targets: Vec<(String, bool)> = stdout_targets(redirects)
+            .filter_map(|(t, append)| {
+                let (text, dynamic) = self.resolve(t);
+                (!dynamic).then_some((text, append))
+            })
+            .collect();
+        for (path, append) in targets {
+            let content = match out {
+                Output::Literal(t) => FileContent::Text(t.clone()),
+                Output::Fetch => FileContent::Fetched,
+                Output::Decode => FileContent::Decoded,
+                _ => FileContent::Unknown,
+            };
+            self.remember(&path, content, append);
+        }
+    }
+
+    /// What a remembered file holds, when it is known.
+    fn file(&self, path: &str) -> Option<FileContent> {
+        let key = file_key(path)?;
+        self.files
+            .iter()
+            .rev()
+            .find(|(p, _)| *p == key)
+            .map(|(_, c)| c.clone())
+            .filter(|c| *c != FileContent::Unknown)
+    }
+
+    /// Files a command writes besides its redirections: downloads (`curl -o`, `wget`),
+    /// `tee`, and copies or moves of a remembered file.
+    fn remember_effects(&mut self, inv: &Invocation, stdin: &Stdin) {
+        let name = inv.name.as_str();
+        let a = &inv.argv;
+        if p::FETCHERS.contains(&name) {
+            for f in downloads(inv) {
+                self.remember(&f, FileContent::Fetched, false);
+            }
+            return;
+        }
+        match name {
+            "tee" => {
+                let content = match stdin {
+                    Stdin::Text(t) | Stdin::Pipe(Output::Literal(t)) => {
+                        FileContent::Text(t.clone())
+                    }
+                    Stdin::Pipe(Output::Fetch) => FileContent::Fetched,
+                    Stdin::Pipe(Output::Decode) => FileContent::Decoded,
+                    _ => FileContent::Unknown,
+                };
+                let append = a.flag("a");
+                for f in a.operands.clone() {
+                    self.remember(&f, content.clone(), append);
+                }
+            }
+            "cp" | "mv" | "install" | "ln" if a.operands.len() == 2 && a.value("t").is_none() => {
+                let (src, dst) = (&a.operands[0], &a.operands[1]);
+                let content = self.file(src).unwrap_or(FileContent::Unknown);
+                let dst = if dst.ends_with('/') {
+                    format!("{dst}{}", src.rsplit('/').next().unwrap_or(src))
+                } else {
+                    dst.clone()
+                };
+                self.remember(&dst, content, false);
+            }
+            _ => {}
+        }
     }
 
     /// A call of a function defined on the line: its body, with the call's arguments as
     /// the positional parameters.
     fn call_function(&mut self, words: &[W], ctx: &Ctx) -> Option<Output> {
         let first = words.first().filter(|w| !w.dynamic)?;
+        // A function that calls itself with nothing to stop it never returns: with `|` or
+        // `&` each call starts two more (`:(){ :|:& };:`), and the host runs out of
+        // processes. Called under a condition it may be ordinary recursion.
+        if let Some(&(_, depth)) = self.frames.iter().rev().find(|(n, _)| *n == first.text) {
+            if depth == self.conditional {
+                self.a.fact("shell.fork_bomb");
+                self.a.caps.insert(Cap::ExecIrreversible);
+                self.a.reasons.push(crate::model::Reason {
+                    cap: Cap::ExecIrreversible,
+                    text: format!("the function {} calls itself unconditionally", first.text),
+                });
+            }
+            return Some(Output::Other);
+        }
         let body = self
             .functions
             .iter()
@@ -580,9 +763,11 @@ impl Walker {
         let args: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
         let saved = self.env.set_positional(Some(args));
         let mut out = Output::Nothing;
+        self.frames.push((first.text.clone(), self.conditional));
         for n in &body {
             out = out.then(self.node(n, &inner, Stdin::Tty));
         }
+        self.frames.pop();
         self.env.set_positional(saved);
         Some(out)
     }
@@ -767,6 +952,12 @@ impl Walker {
         inv.dynamic = words.iter().any(|w| w.dynamic);
         if !env.is_empty() {
             for (n, v) in &env {
+                if is_command_variable(n) && !v.trim().is_empty() {
+                    // `GIT_SSH_COMMAND='…' git fetch` runs the value.
+                    let mut inner = ctx.with(n.clone());
+                    inner.lenient = true;
+                    self.nested(v, &inner, Stdin::Tty);
+                }
                 if classify::is_loader_variable(n) {
                     inv.fact("shell.ld_preload");
                     inv.because(
@@ -851,6 +1042,7 @@ impl Walker {
         classify::classify(&mut inv, stdin);
         let from = std::mem::replace(&mut self.pending_from, Output::Nothing);
         let out = classify::output(&inv, stdin, from);
+        self.remember_effects(&inv, stdin);
         self.record(inv);
         out
     }
@@ -898,6 +1090,12 @@ impl Walker {
                     self.finish(inv, &stdin, &io, &ctx);
                     self.nested(&text, &ctx.with("eval"), stdin)
                 }
+            }
+            "source" | "." if words.get(1).and_then(|w| self.file(&w.text)).is_some() => {
+                let path = words[1].text.clone();
+                let params: Vec<String> = words[1..].iter().map(|w| w.text.clone()).collect();
+                let content = self.file(&path).unwrap_or(FileContent::Unknown);
+                self.run_file(inv, &path, content, params, false, &ctx, stdin, io)
             }
             "source" | "." => {
                 let from = words
@@ -1099,6 +1297,25 @@ impl Walker {
                 self.nested(&text, &ctx.with("parallel"), Stdin::Tty)
             }
             "ssh" => self.ssh(inv, &ctx, stdin, io),
+            "git" => {
+                // Settings git runs as commands: `git -c core.sshCommand=…`, and, kept for
+                // every later git command, `git config core.sshCommand …`, `alias.x '!…'`.
+                let (commands, kept) = git_commands(&inv);
+                if let Some((key, _)) = kept.first() {
+                    inv.fact("shell.git_command_config");
+                    inv.because(
+                        Cap::ExecArbitrary,
+                        format!("git config {key} runs a command on later git operations"),
+                    );
+                }
+                let out = self.finish(inv, &stdin, &io, &ctx);
+                for (key, text) in commands.iter().chain(kept.iter()) {
+                    let mut inner = ctx.with(format!("git {key}"));
+                    inner.lenient = true;
+                    self.nested(text, &inner, Stdin::Tty);
+                }
+                out
+            }
             "su" | "runuser" => {
                 inv.fact("shell.privileged");
                 let cmd = inv.argv.value("c").map(str::to_string);
@@ -1176,7 +1393,89 @@ impl Walker {
                 self.interpreter(inv, words, &ctx, stdin, io)
             }
             _ if classify::is_sql_client(&name) => self.sql_client(inv, &ctx, stdin, io),
+            _ if inv.written.contains('/') && self.file(&inv.written).is_some() => {
+                let path = inv.written.clone();
+                let params: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
+                let content = self.file(&path).unwrap_or(FileContent::Unknown);
+                self.run_file(inv, &path, content, params, true, &ctx, stdin, io)
+            }
             _ => self.finish(inv, &stdin, &io, &ctx),
+        }
+    }
+
+    /// Runs a file an earlier command wrote: what it holds runs, with `params` as `$0`,
+    /// `$1`, …. Run `directly` (`./x`), a `#!` line naming an interpreter hands the text to
+    /// that interpreter; through `sh x` it is shell whatever its first line says.
+    #[allow(clippy::too_many_arguments)]
+    fn run_file(
+        &mut self,
+        mut inv: Invocation,
+        path: &str,
+        content: FileContent,
+        params: Vec<String>,
+        directly: bool,
+        ctx: &Ctx,
+        stdin: Stdin,
+        io: Io,
+    ) -> Output {
+        let label = format!("script {path}");
+        if !inv.reads.iter().any(|r| *r == paths::normalize(path)) {
+            inv.reads.push(paths::normalize(path));
+        }
+        let text = match content {
+            FileContent::Text(t) => t,
+            FileContent::Appended(t) => {
+                inv.fact("shell.script_file");
+                inv.because(
+                    Cap::ExecArbitrary,
+                    format!("runs {path}, whose start the line does not show"),
+                );
+                t
+            }
+            other => {
+                let from = if other == FileContent::Fetched {
+                    Output::Fetch
+                } else {
+                    Output::Decode
+                };
+                inv.fact("shell.script_file");
+                inv.because(Cap::ExecArbitrary, format!("runs {path}"));
+                self.note_origin(&mut inv, &from);
+                return self.finish(inv, &stdin, &io, ctx);
+            }
+        };
+        let interpreter = text
+            .strip_prefix("#!")
+            .and_then(|l| l.lines().next())
+            .map(|l| {
+                let mut w = l.split_whitespace();
+                let first = name_of(w.next().unwrap_or(""));
+                if first == "env" {
+                    w.find(|x| !x.starts_with('-') && !x.contains('='))
+                        .map(name_of)
+                        .unwrap_or(first)
+                } else {
+                    first
+                }
+            })
+            .filter(|n| directly && !p::SHELLS.contains(&n.as_str()) && !n.is_empty());
+        self.finish(inv, &Stdin::Tty, &io, ctx);
+        match interpreter {
+            Some(n) => {
+                let words = vec![W {
+                    text: n,
+                    dynamic: false,
+                    from: Output::Nothing,
+                }];
+                self.invoke(
+                    words,
+                    ctx.with(label),
+                    Stdin::Text(text),
+                    Io::default(),
+                    &[],
+                )
+            }
+            None => self.nested_with(&text, &ctx.with(label), stdin, Some(params)),
         }
     }
 
@@ -1253,6 +1552,14 @@ impl Walker {
             words.get(first_operand)
         };
         if let Some(script) = script {
+            let params: Vec<String> = words[first_operand..]
+                .iter()
+                .map(|w| w.text.clone())
+                .collect();
+            let path = script.text.clone();
+            if let Some(content) = self.file(&path) {
+                return self.run_file(inv, &path, content, params, false, ctx, stdin, io);
+            }
             inv.fact("shell.script_file");
             inv.because(
                 Cap::ExecArbitrary,
@@ -1415,9 +1722,21 @@ impl Walker {
         } else {
             a.operands.first()
         };
+        if let Some(script) = script_at
+            && let Some(FileContent::Text(text)) = self.file(script)
+        {
+            inv.fact("shell.interpreter_inline");
+            inv.because(Cap::ExecArbitrary, format!("{name} runs {script}"));
+            inv.reads.push(paths::normalize(script));
+            return self.code(inv, &text, lang, ctx, stdin, io);
+        }
         if let Some(script) = script_at {
             let w = words.iter().rev().find(|w| &w.text == script);
-            let from = w.map_or(Output::Nothing, |w| w.from.clone());
+            let from = match self.file(script) {
+                Some(FileContent::Fetched) => Output::Fetch,
+                Some(FileContent::Decoded) => Output::Decode,
+                _ => w.map_or(Output::Nothing, |w| w.from.clone()),
+            };
             inv.fact("shell.script_file");
             inv.because(
                 Cap::ExecArbitrary,
@@ -1564,7 +1883,47 @@ impl Walker {
         let before = inv.words.clone();
         inv.words = before;
         let out = self.finish(inv, &stdin, &io, ctx);
+        // `{}` is a path found under a root: `find / … -exec rm -rf {} +` deletes under `/`,
+        // `find . … -exec rm -rf {} +` inside the workspace.
+        // With `-maxdepth 0` what is found is the root itself.
+        let depth0 = args
+            .windows(2)
+            .any(|w| w[0].text == "-maxdepth" && w[1].text == "0");
+        let found: Vec<String> = if depth0 {
+            if roots.is_empty() {
+                vec![".".to_string()]
+            } else {
+                roots.clone()
+            }
+        } else if roots.is_empty() {
+            vec!["{}".to_string()]
+        } else {
+            roots
+                .iter()
+                .map(|r| match r.as_str() {
+                    "." => "{}".to_string(),
+                    "/" => "/{}".to_string(),
+                    r => format!("{}/{{}}", r.trim_end_matches('/')),
+                })
+                .collect()
+        };
         for (how, cmd) in execs {
+            let cmd: Vec<W> = cmd
+                .into_iter()
+                .flat_map(|w| {
+                    if w.text == "{}" {
+                        found
+                            .iter()
+                            .map(|f| W {
+                                text: f.clone(),
+                                ..w.clone()
+                            })
+                            .collect::<Vec<W>>()
+                    } else {
+                        vec![w]
+                    }
+                })
+                .collect();
             if !cmd.is_empty() {
                 self.invoke(
                     cmd,
@@ -1656,6 +2015,141 @@ fn known_text(w: &W) -> Option<String> {
     }
 }
 
+/// Variables whose value git or ssh runs as a command.
+fn is_command_variable(name: &str) -> bool {
+    matches!(
+        name,
+        "GIT_SSH_COMMAND"
+            | "GIT_SSH"
+            | "GIT_PROXY_COMMAND"
+            | "GIT_EXTERNAL_DIFF"
+            | "GIT_ASKPASS"
+            | "SSH_ASKPASS"
+            | "GIT_EDITOR"
+            | "GIT_SEQUENCE_EDITOR"
+            | "GIT_PAGER"
+    )
+}
+
+/// Git settings that hold a command (lower case).
+fn git_command_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    matches!(
+        key.as_str(),
+        "core.sshcommand"
+            | "core.gitproxy"
+            | "core.fsmonitor"
+            | "core.pager"
+            | "core.editor"
+            | "core.askpass"
+            | "sequence.editor"
+            | "diff.external"
+            | "uploadpack.packobjectshook"
+            | "credential.helper"
+    ) || key.starts_with("alias.")
+        || key.starts_with("filter.")
+            && (key.ends_with(".clean") || key.ends_with(".smudge") || key.ends_with(".process"))
+        || key.starts_with("diff.") && key.ends_with(".textconv")
+        || key.starts_with("pager.")
+}
+
+/// The commands a git invocation's settings name: those it runs now (`-c key=value`) and
+/// those `git config` keeps for later, as (key, command text). Aliases run a command only
+/// when they start with `!`; a credential helper only when it does or is a path; an editor
+/// or pager that is a plain program and a workspace hooks directory (husky's `.husky`) are
+/// ordinary settings.
+/// Git settings that name a command: (key, command text).
+type GitCommands = Vec<(String, String)>;
+
+fn git_commands(inv: &Invocation) -> (GitCommands, GitCommands) {
+    let a = &inv.argv;
+    let command = |key: &str, value: &str| -> Option<String> {
+        let k = key.to_ascii_lowercase();
+        let v = value.trim();
+        if k.starts_with("alias.") || k == "credential.helper" {
+            return v.strip_prefix('!').map(str::to_string).or_else(|| {
+                (k == "credential.helper" && v.starts_with('/')).then(|| v.to_string())
+            });
+        }
+        (git_command_key(&k) && !v.is_empty()).then(|| v.to_string())
+    };
+    let now: Vec<(String, String)> = a
+        .values("c")
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_string(), command(k, v)?))
+        })
+        .collect();
+    let mut kept = Vec::new();
+    if a.sub() == "config" {
+        let args = a.args();
+        let reading = inv.words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "--get"
+                    | "--get-all"
+                    | "--get-regexp"
+                    | "--list"
+                    | "-l"
+                    | "--unset"
+                    | "--unset-all"
+                    | "--remove-section"
+                    | "--show-origin"
+            )
+        }) || matches!(
+            args.first().map(String::as_str),
+            Some("get" | "list" | "unset")
+        );
+        let args = match args.first().map(String::as_str) {
+            Some("set") => &args[1..],
+            _ => args,
+        };
+        if !reading && let [key, value, ..] = args {
+            let k = key.to_ascii_lowercase();
+            if k == "core.hookspath" {
+                let v = value.trim();
+                if v.starts_with('/') || v.starts_with('~') || v.starts_with("..") {
+                    kept.push((key.clone(), format!("{v}/pre-commit")));
+                }
+            } else if let Some(c) = command(key, value) {
+                let plain = |c: &str| {
+                    let first = name_of(c.split_whitespace().next().unwrap_or(""));
+                    !c.contains([';', '|', '&', '$', '`', '>', '<', '('])
+                        && matches!(
+                            first.as_str(),
+                            "vim"
+                                | "vi"
+                                | "nvim"
+                                | "nano"
+                                | "emacs"
+                                | "code"
+                                | "subl"
+                                | "less"
+                                | "more"
+                                | "cat"
+                                | "delta"
+                                | "diff-so-fancy"
+                                | "bat"
+                                | "most"
+                                | "ssh"
+                                | "cache"
+                                | "store"
+                                | "osxkeychain"
+                                | "manager"
+                                | "manager-core"
+                                | "libsecret"
+                                | "gh"
+                        )
+                };
+                if k.starts_with("alias.") || !plain(&c) {
+                    kept.push((key.clone(), c));
+                }
+            }
+        }
+    }
+    (now, kept)
+}
+
 fn is_assignment(w: &str) -> bool {
     match w.split_once('=') {
         Some((n, _)) => {
@@ -1678,4 +2172,45 @@ fn dev_tcp(path: &str) -> Option<String> {
     } else {
         format!("{host}:{port}")
     })
+}
+
+/// The files a downloader saves: `curl -o F`, `curl -O URL` and `wget URL` (the URL's last
+/// segment), `wget -O F`, `aria2c -o F`; under `--output-dir`/`-P` when given.
+fn downloads(inv: &Invocation) -> Vec<String> {
+    let a = &inv.argv;
+    let urls: Vec<&String> = a.operands.iter().filter(|o| o.contains("://")).collect();
+    let basename = |u: &str| -> String {
+        let path = u.split(['?', '#']).next().unwrap_or(u);
+        let path = path.split_once("://").map_or(path, |(_, p)| p);
+        match path.split_once('/') {
+            Some((_, rest)) if !rest.is_empty() && !rest.ends_with('/') => {
+                rest.rsplit('/').next().unwrap_or(rest).to_string()
+            }
+            _ => "index.html".to_string(),
+        }
+    };
+    let dir = a
+        .value("output-dir")
+        .or_else(|| a.value("P"))
+        .map(|d| d.trim_end_matches('/').to_string());
+    let under = |f: String| match &dir {
+        Some(d) if !f.starts_with('/') => format!("{d}/{f}"),
+        _ => f,
+    };
+    let mut out: Vec<String> = Vec::new();
+    match inv.name.as_str() {
+        "curl" => {
+            out.extend(a.values("o").filter(|o| *o != "-").map(str::to_string));
+            if a.flag("O") || a.flag("remote-name-all") {
+                out.extend(urls.iter().map(|u| basename(u)));
+            }
+        }
+        "wget" => match a.value("O") {
+            Some("-") => {}
+            Some(f) => out.push(f.to_string()),
+            None => out.extend(urls.iter().map(|u| basename(u))),
+        },
+        _ => out.extend(a.values("o").filter(|o| *o != "-").map(str::to_string)),
+    }
+    out.into_iter().map(under).collect()
 }

@@ -110,7 +110,7 @@ fn wrappers_are_unwrapped() {
     rm_rf("rm -rf /tmp/../etc", "/etc");
     rm_rf("rm -rf $HOME", "~");
     rm_rf("rm -rf ~/", "~");
-    rm_rf("find / -maxdepth 0 -exec rm -rf {} +", "{}");
+    rm_rf("find / -maxdepth 0 -exec rm -rf {} +", "/");
 }
 
 #[test]

@@ -227,6 +227,14 @@ const TABLE: &[(&str, Kind)] = &[
     ("askuserquestion", Kind::Agent),
 ];
 
+/// The entry for exactly `name` (case-insensitive), not for its last namespaced part.
+pub fn lookup_exact(name: &str) -> Option<Entry> {
+    TABLE
+        .iter()
+        .find(|(t, _)| t.eq_ignore_ascii_case(name))
+        .map(|(_, kind)| Entry { kind: *kind })
+}
+
 /// Looks a tool up by name, ignoring case. MCP-style prefixes (`server__tool`,
 /// `mcp__server__tool`, `server.tool`) are stripped before the lookup — except for the
 /// agent's own bookkeeping tools, which grant no capabilities: a server's `evil__task` is

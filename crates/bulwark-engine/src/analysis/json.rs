@@ -186,42 +186,62 @@ pub fn field<'a>(v: &'a Value, keys: &[&str]) -> Option<(String, &'a str)> {
     None
 }
 
-/// The command line an argv array under one of `keys` (case-insensitive, top level) makes.
-pub fn argv_field(v: &Value, keys: &[&str]) -> Option<String> {
+/// Most words of an argv array joined into one command line.
+const MAX_ARGV: usize = 4096;
+
+/// A command line under one of `keys` (case-insensitive) at the top level, or under an
+/// `action` object (the OpenAI `local_shell` shape, `{"action": {"type": "exec",
+/// "command": [...]}}`): a string as it is, an argv array (`["bash", "-lc", "ls -la"]`)
+/// as the line that runs exactly those words, and a `commands` list as one line per
+/// element. Also returns the strings it consumed, which are not commands of their own.
+pub fn command<'a>(v: &'a Value, keys: &[&str]) -> Option<(String, Vec<&'a str>)> {
     let obj = v.as_object()?;
-    keys.iter().find_map(|want| {
-        obj.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(want))
-            .and_then(|(_, x)| argv_line(x))
-    })
+    for want in keys {
+        for (k, x) in obj {
+            if !k.eq_ignore_ascii_case(want) {
+                continue;
+            }
+            match x {
+                Value::String(s) => return Some((s.clone(), vec![s.as_str()])),
+                Value::Array(a) if !a.is_empty() && a.len() <= MAX_ARGV => {
+                    let words: Option<Vec<&str>> = a.iter().map(Value::as_str).collect();
+                    if let Some(words) = words {
+                        let line = if k.eq_ignore_ascii_case("commands") {
+                            words.join("\n")
+                        } else {
+                            argv_line(&words)
+                        };
+                        return Some((line, words));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    obj.iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("action"))
+        .and_then(|(_, a)| command(a, keys))
 }
 
-/// `["bash", "-c", "rm -rf x"]` as the shell line `bash -c 'rm -rf x'`: each word quoted so
-/// the analyser reads the same words the program would get. `None` unless `v` is a
-/// non-empty array of strings only.
-pub fn argv_line(v: &Value) -> Option<String> {
-    let words = v.as_array()?;
-    if words.is_empty() {
-        return None;
-    }
+/// The shell line that runs exactly `words` as one program with its arguments.
+pub fn argv_line(words: &[&str]) -> String {
     let mut line = String::new();
-    for w in words {
-        let w = w.as_str()?;
-        if !line.is_empty() {
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
             line.push(' ');
         }
         let plain = !w.is_empty()
-            && w.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%^".contains(&b));
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c));
         if plain {
             line.push_str(w);
         } else {
             line.push('\'');
-            line.push_str(&w.replace('\'', "'\\''"));
+            line.push_str(&w.replace('\'', r"'\''"));
             line.push('\'');
         }
     }
-    Some(line)
+    line
 }
 
 /// Every string under any of `keys` (case-insensitive), at the top level, including the
@@ -320,6 +340,21 @@ mod tests {
         let all = strings(&v);
         let prose: Vec<&str> = prose_indices(&v).into_iter().map(|i| all[i]).collect();
         assert_eq!(prose, ["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn argv_arrays_are_the_line_that_runs_those_words() {
+        let v = json!({"command": ["bash", "-lc", "ls -la"]});
+        assert_eq!(command(&v, &["command"]).unwrap().0, "bash -lc 'ls -la'");
+        let v = json!({"action": {"type": "exec", "command": ["rm", "-rf", "it's here"]}});
+        assert_eq!(
+            command(&v, &["command"]).unwrap().0,
+            r"rm -rf 'it'\''s here'"
+        );
+        let v = json!({"commands": ["cd src", "ls"]});
+        assert_eq!(command(&v, &["commands"]).unwrap().0, "cd src\nls");
+        assert!(command(&json!({"command": [1, 2]}), &["command"]).is_none());
+        assert!(command(&json!({"command": []}), &["command"]).is_none());
     }
 
     #[test]

@@ -15,13 +15,14 @@ use serde_json::Value;
 use crate::analysis::catalogue::{self, Kind};
 use crate::analysis::{Facts, json};
 use crate::pipeline::{Ctx, Dest, Known};
+use crate::state::Env;
 
-pub(crate) fn run(ctx: &mut Ctx<'_>) {
+pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let call = ctx.call;
     let name = &call.tool.name;
     ctx.spec = ctx.policy.tools.get(name);
     ctx.entry = if ctx.spec.is_none() {
-        catalogue::lookup(name)
+        catalogue::lookup(name).filter(|e| !object_method(name, *e, &call.args))
     } else {
         None
     };
@@ -67,24 +68,27 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         .map(|d| undeclared_strings(args, &d.input_schema))
         .unwrap_or_default();
 
-    // Commands. One given as an argv array (`["git", "push"]`, as exec-style tools and
-    // some MCP servers take it) is the command line those words make, analysed the same.
-    let shell_like = kind == Some(Kind::Shell)
-        || (kind.is_none() && (unknown || ctx.caps.contains(Capability::ExecShell)));
-    let joined = match pointers.command.as_deref() {
-        Some(p) => args.pointer(p).and_then(json::argv_line),
-        None if shell_like => json::argv_field(args, catalogue::COMMAND_KEYS),
-        None => None,
+    // Commands: a string, or an argv array (`["bash", "-lc", "ls -la"]`, OpenAI's
+    // `local_shell`) read as the line that runs exactly those words. Files earlier calls of
+    // the session wrote are known: running one runs what it holds.
+    let files = env.session.files();
+    let found = match by_pointer_command(args, pointers.command.as_deref()) {
+        Some(c) => Some(c),
+        None => match kind {
+            Some(Kind::Shell) => json::command(args, catalogue::COMMAND_KEYS),
+            None if unknown || ctx.caps.contains(Capability::ExecShell) => {
+                json::command(args, catalogue::COMMAND_KEYS)
+            }
+            _ => None,
+        },
     };
-    let command = by_pointer(args, pointers.command.as_deref())
-        .or_else(|| {
-            shell_like
-                .then(|| json::field(args, catalogue::COMMAND_KEYS).map(|(_, s)| s))
-                .flatten()
-        })
-        .or(joined.as_deref());
-    if let Some(cmd) = command {
-        let a = bulwark_shell::analyse(cmd);
+    let (command, consumed) = match found {
+        Some((c, used)) => (Some(c), used),
+        None => (None, Vec::new()),
+    };
+    if let Some(cmd) = command.as_deref() {
+        let a = bulwark_shell::analyse_in(cmd, &files);
+        ctx.written.extend(a.written.iter().cloned());
         facts.merge(Facts::from(&a));
         // SQL typed where a command goes still says what the agent means to run.
         if bulwark_shell::looks_like_sql(cmd) {
@@ -99,7 +103,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
         // Tools are recognised by what their arguments hold, whatever they are called.
         for text in json::strings(args).into_iter().take(64) {
             if bulwark_shell::looks_like_command(text) {
-                let a = bulwark_shell::analyse(text);
+                let a = bulwark_shell::analyse_in(text, &files);
+                ctx.written.extend(a.written.iter().cloned());
                 facts.merge(Facts::from(&a));
                 ctx.commands.extend(a.invocations);
                 ctx.command_reasons
@@ -121,10 +126,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) {
     // like the command itself, so a known tool's extra field is no way around the analysis.
     for text in json::fields_deep(args, catalogue::NESTED_COMMAND_KEYS)
         .into_iter()
-        .filter(|t| Some(*t) != command && !t.trim().is_empty())
+        .filter(|t| !consumed.contains(t) && !t.trim().is_empty())
         .take(64)
     {
-        let a = bulwark_shell::analyse(text);
+        let a = bulwark_shell::analyse_in(text, &files);
+        ctx.written.extend(a.written.iter().cloned());
         facts.merge(Facts::from(&a));
         ctx.commands.extend(a.invocations);
         ctx.command_reasons
@@ -452,9 +458,25 @@ fn command_internal_refused(class: bulwark_net::HostClass) -> bool {
 
 /// An argument named for SQL (`sql`, `statement`, `sql_query`) holds SQL; `query` and `q`
 /// are as often a search, so their text is SQL only when it reads as a statement.
+/// A namespaced name whose last part is a catalogue tool (`legal_case.fetch`,
+/// `history_fact.fetch`) is a method of that object, not the catalogue's tool, when its
+/// arguments hold nothing the tool works on: a fetcher with no URL or host anywhere is not
+/// a web fetcher. (`mcp__fetch__fetch` with a `url` is.) It is then judged as a tool nobody
+/// mapped, by what its arguments hold.
+fn object_method(name: &str, entry: catalogue::Entry, args: &Value) -> bool {
+    let exact = catalogue::lookup_exact(name).is_some();
+    !exact
+        && entry.kind == Kind::Fetch
+        && json::fields_deep(args, catalogue::URL_KEYS).is_empty()
+        && json::fields_deep(args, catalogue::HOST_KEYS).is_empty()
+        && !json::strings(args).into_iter().any(looks_like_destination)
+}
+
 fn sql_context(pointer: &str) -> bulwark_shell::SqlContext {
     let name = pointer.trim_start_matches('/').to_ascii_lowercase();
-    if name.contains("sql") || name == "statement" {
+    // `statement` may be SQL or what a person said (a support tool's `statement`): like
+    // `query`, SQL when it parses or has a statement's structure.
+    if name.contains("sql") {
         bulwark_shell::SqlContext::Declared
     } else {
         bulwark_shell::SqlContext::Found
@@ -463,6 +485,21 @@ fn sql_context(pointer: &str) -> bulwark_shell::SqlContext {
 
 fn by_pointer<'v>(args: &'v Value, pointer: Option<&str>) -> Option<&'v str> {
     args.pointer(pointer?)?.as_str()
+}
+
+/// The command a policy's mapping points at: a string, or an argv array.
+fn by_pointer_command<'v>(
+    args: &'v Value,
+    pointer: Option<&str>,
+) -> Option<(String, Vec<&'v str>)> {
+    match args.pointer(pointer?)? {
+        Value::String(s) => Some((s.clone(), vec![s.as_str()])),
+        Value::Array(a) => {
+            let words: Vec<&str> = a.iter().map(Value::as_str).collect::<Option<_>>()?;
+            (!words.is_empty()).then(|| (json::argv_line(&words), words))
+        }
+        _ => None,
+    }
 }
 
 /// For tools nobody described: a URL, written with a scheme or as `www.…` (how people and

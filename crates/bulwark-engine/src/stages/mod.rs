@@ -126,7 +126,7 @@ pub(crate) fn run(stage: Stage, ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     match stage {
         Stage::Lockdown => lockdown::run(ctx, env),
         Stage::Validate => validate::run(ctx),
-        Stage::Classify => classify::run(ctx),
+        Stage::Classify => classify::run(ctx, env),
         Stage::Rate => rate::run(ctx, env),
         Stage::Loop => loop_guard::run(ctx, env),
         Stage::Integrity => integrity::run(ctx, env),
@@ -158,6 +158,7 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, env: &mut Env<'_>, allowed: bool) {
             }
             loop_guard::commit_call(ctx, env);
             sequences::commit(ctx, env);
+            env.session.remember_files(&ctx.written);
             env.session.calls += 1;
             if !ctx.hold_taint {
                 env.session.add_taint(ctx.taint_out);
