@@ -112,7 +112,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
             }
         }
     }
-    for text in undeclared.iter().copied().filter(|t| Some(*t) != command) {
+    for text in undeclared
+        .iter()
+        .copied()
+        .filter(|t| Some(*t) != command.as_deref())
+    {
         if bulwark_shell::looks_like_command(text) {
             let a = bulwark_shell::analyse(text);
             facts.merge(Facts::from(&a));
