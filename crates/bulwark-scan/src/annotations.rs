@@ -35,6 +35,10 @@ const WRITE: &str = r"(?:creates?|writes?|modif(?:y|ies)|edits?|inserts?|uploads
 /// Verbs and objects that reach outside the machine.
 const OUTWARD: &str = r"(?:sends?|e-?mails?|posts? (?:a |the )?(?:message|tweet|comment|update)s?|uploads?|publish(?:es)?|tweets?|notif(?:y|ies)|transfers?|wires?|pays?|calls? (?:an? |the )?(?:external|remote|third-party)|fetch(?:es)? (?:a |the |any )?(?:url|web ?page)|browses?|envía|envoie|sendet|envia|invia|отправляет|发送|送信|전송|يرسل|भेजता)";
 
+/// What a tool sends back over MCP itself (an elicitation, a progress or log message, its
+/// result) or to the person using it: sending that is not reaching the open world.
+const INWARD: &str = r"^\s+(?:(?:an?|the|its|back|some|any)\s+){0,2}(?:elicitation|sampling|progress|log(?:ging)?|notifications?|responses?|repl(?:y|ies)|results?|answers?)\b|^[^.;\n]{0,40}\bto the (?:client|user|caller|model|host)\b";
+
 /// A negation shortly before an action.
 const NEGATION: &str = r"(?:\b(?:never|not|no|without|nothing|cannot|can't|won't|doesn't|don't|does not|do not|will not|nunca|jamais|niemals|nie|mai|никогда|не)\b|不|しない|않)[^.;\n]{0,24}$";
 
@@ -44,6 +48,7 @@ pub struct AnnotationReader {
     destroy: Regex,
     write: Regex,
     outward: Regex,
+    inward: Regex,
     negation: Regex,
 }
 
@@ -58,17 +63,29 @@ impl AnnotationReader {
             destroy: stated(DESTROY)?,
             write: stated(WRITE)?,
             outward: stated(OUTWARD)?,
+            inward: Regex::new(&format!("(?i){INWARD}"))?,
             negation: Regex::new(&format!("(?i){NEGATION}"))?,
         })
     }
 
     /// The first action of `re` that the description states and does not negate.
     fn stated(&self, re: &Regex, description: &str) -> Option<(usize, usize)> {
+        self.stated_except(re, None, description)
+    }
+
+    /// As `stated`, skipping actions whose object (the text after the verb) `except` matches.
+    fn stated_except(
+        &self,
+        re: &Regex,
+        except: Option<&Regex>,
+        description: &str,
+    ) -> Option<(usize, usize)> {
         re.captures_iter(description).find_map(|c| {
             let verb = c.get(1)?;
             let before = &description[..verb.start()];
             let clause = before.rsplit(['.', ';', '\n']).next().unwrap_or(before);
-            (!self.negation.is_match(clause)).then_some((verb.start(), verb.end()))
+            let excepted = except.is_some_and(|e| e.is_match(&description[verb.end()..]));
+            (!excepted && !self.negation.is_match(clause)).then_some((verb.start(), verb.end()))
         })
     }
 
@@ -104,7 +121,7 @@ impl AnnotationReader {
             push(span);
         }
         if hints.open_world == Some(false)
-            && let Some(span) = self.stated(&self.outward, d)
+            && let Some(span) = self.stated_except(&self.outward, Some(&self.inward), d)
         {
             push(span);
         }
@@ -164,6 +181,24 @@ mod tests {
             Hints::default()
         ));
         assert!(!flags("Returns the weather for a city.", CLOSED_WORLD));
+        // server-everything's simulate-research-query: the elicitation goes to the client.
+        assert!(!flags(
+            "If 'ambiguous' is true and client supports elicitation, sends an elicitation \
+             request for clarification.",
+            CLOSED_WORLD
+        ));
+        assert!(!flags(
+            "Runs the job and sends progress notifications while it works.",
+            CLOSED_WORLD
+        ));
+        assert!(!flags(
+            "Summarises the thread and sends it back to the user.",
+            CLOSED_WORLD
+        ));
+        assert!(flags(
+            "Sends progress notifications, then e-mails the report to the team.",
+            CLOSED_WORLD
+        ));
         assert!(!flags(
             "Searches local notes; does not send anything.",
             CLOSED_WORLD
