@@ -34,6 +34,9 @@ fn sample(name: &str) -> (PathBuf, Vec<String>) {
         let call = Call::request("s1", "bash", serde_json::json!({"command": cmd}));
         let d = engine.evaluate(&call, &mut state, Now::at(i));
         log.record(&Entry::for_call("check", &call, &d)).unwrap();
+        // Allows wait for a group commit; sealing them as they come keeps the checkpoints
+        // where `checkpoint_every` puts them, whatever the policy decides.
+        log.tick();
     }
     log.close().unwrap();
     let lines = std::fs::read_to_string(&path)

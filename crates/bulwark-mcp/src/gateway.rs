@@ -926,7 +926,27 @@ impl Gateway {
             .and_then(|m| m.get(CALLER_META))
             .and_then(Value::as_str)
             .filter(|c| !c.is_empty() && c.len() <= MAX_CALLER)?;
+        // A 2026-07-28 retry answering the gateway's own question belongs to the caller that
+        // was asked, whichever connection it comes back on (HTTP clients open new ones
+        // freely); otherwise the answer would be for another session's call and never match.
+        if let Some(session) = self.asked_session(msg) {
+            return Some(session);
+        }
         Some(format!("{}:{name}", self.config.session))
+    }
+
+    /// The caller session of the approval request a retry's `requestState` names, if it is
+    /// one of this gateway's callers.
+    fn asked_session(&self, msg: &Value) -> Option<String> {
+        let rid = jsonrpc::at(msg, "/params/requestState")
+            .and_then(Value::as_str)
+            .and_then(|s| s.strip_prefix(hold::STATE_PREFIX))?;
+        let request = self.gate.desk()?.store().get(rid).ok().flatten()?;
+        let prefix = format!("{}:", self.config.session);
+        request
+            .session
+            .starts_with(&prefix)
+            .then_some(request.session)
     }
 
     /// What the shared session is tainted with, the caller's session is too.

@@ -214,6 +214,16 @@ struct Converter<'a> {
 }
 
 impl Converter<'_> {
+    /// Source between two children of a quoted word, as the word's content.
+    fn gap(&self, from: usize, to: usize, heredoc: bool) -> String {
+        let text = std::str::from_utf8(self.src.get(from..to).unwrap_or(&[])).unwrap_or("");
+        if heredoc {
+            text.to_string()
+        } else {
+            words::unescape_double(text)
+        }
+    }
+
     fn text(&self, n: TsNode<'_>) -> &str {
         std::str::from_utf8(&self.src[n.start_byte()..n.end_byte()]).unwrap_or("")
     }
@@ -712,20 +722,34 @@ impl Converter<'_> {
             }
             "string" | "translated_string" | "heredoc_body" => {
                 let count = n.child_count();
-                let mut last_end = None::<usize>;
+                let heredoc = n.kind() == "heredoc_body";
+                // Inside quotes, the text between the children tree-sitter names (a newline,
+                // a lone `$`) is content too: `psql -c "-- note⏎DROP TABLE t"` must keep its
+                // newline, or the DROP reads as part of the comment.
+                let (open, close) = if heredoc {
+                    (None, None)
+                } else {
+                    let t = self.text(n);
+                    let open = if t.starts_with("$\"") { 2 } else { 1 };
+                    let close = usize::from(t.len() > open && t.ends_with('"'));
+                    (
+                        Some(n.start_byte() + open),
+                        Some(n.end_byte().saturating_sub(close)),
+                    )
+                };
+                let mut last_end = open;
+                let mut named = 0;
                 for i in 0..count {
                     let Some(c) = n.child(i) else { continue };
                     if !c.is_named() {
                         continue;
                     }
+                    named += 1;
                     // Text between children that tree-sitter does not name is literal content.
                     if let Some(le) = last_end
                         && c.start_byte() > le
-                        && n.kind() == "heredoc_body"
                     {
-                        w.text.push_str(
-                            std::str::from_utf8(&self.src[le..c.start_byte()]).unwrap_or(""),
-                        );
+                        w.text.push_str(&self.gap(le, c.start_byte(), heredoc));
                     }
                     match c.kind() {
                         "string_content" | "heredoc_content" => {
@@ -734,6 +758,12 @@ impl Converter<'_> {
                         _ => self.word_into(c, w, true)?,
                     }
                     last_end = Some(c.end_byte());
+                }
+                if named > 0
+                    && let (Some(le), Some(end)) = (last_end, close)
+                    && end > le
+                {
+                    w.text.push_str(&self.gap(le, end, heredoc));
                 }
                 if count == 0 || n.named_child_count() == 0 {
                     let t = self.text(n);

@@ -523,3 +523,35 @@ fn review_fail_opens_are_closed() {
     );
     assert!(!analyse("LD_LIBRARY_PATH=target/debug cargo test").has("shell.ld_preload"));
 }
+
+#[test]
+fn a_newline_inside_double_quotes_is_kept() {
+    // A leading comment line must not swallow the statement after it: bash keeps the
+    // newline inside double quotes, and so must the analyser.
+    for line in [
+        "psql -c \"-- note\nDROP TABLE users\"",
+        "mysql -e \"# tidy up\nDROP TABLE users\"",
+        "psql -c \"-- $USER\nDROP TABLE users\"",
+    ] {
+        let a = analyse(line);
+        assert!(a.caps.contains(Cap::ExecIrreversible), "{line:?}: {a:#?}");
+    }
+    let a = analyse("printf \"%s\" \"a\nb\" > f");
+    let w = a
+        .invocations
+        .iter()
+        .find(|i| i.name == "printf")
+        .map(|i| i.words.clone());
+    assert!(w.is_some_and(|w| w.iter().any(|x| x == "a\nb")), "{a:#?}");
+    // A lone dollar sign is text too.
+    let a = analyse("echo \"costs 5 $ today\"");
+    let w = a
+        .invocations
+        .iter()
+        .find(|i| i.name == "echo")
+        .map(|i| i.words.clone());
+    assert!(
+        w.is_some_and(|w| w.iter().any(|x| x == "costs 5 $ today")),
+        "{a:#?}"
+    );
+}

@@ -780,10 +780,14 @@ fn assert_secret_withheld(results: &[String], key: &str, agent: &str) {
         !results[1].contains(key),
         "{agent}: the secret reached the model through bulwark mcp: {results:?}"
     );
-    // The default policy masks a secret in a tool's result: the model sees a placeholder
-    // naming what was there.
+    // Reading `.env` is a read of a credential file: the default policy asks a person
+    // first (nobody answers in a headless run, so it is refused with the rule named) or,
+    // where the read goes through, masks the secret in the result with a placeholder
+    // naming what was there. Either way the model is told what was withheld.
     assert!(
-        results[1].contains("[REDACTED:SECRET:aws_secret_key"),
+        results[1].contains("[REDACTED:SECRET:aws_secret_key")
+            || (results[1].contains("Bulwark")
+                && results[1].contains("secret.read_credential_file")),
         "{agent}: the model is not told what was withheld: {results:?}"
     );
 }

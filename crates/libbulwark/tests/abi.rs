@@ -154,10 +154,16 @@ fn one_engine_serves_many_threads_and_keeps_sessions_apart() {
                 // Half the threads taint their session first; only they lose egress.
                 let session = format!("t{t}");
                 if t % 2 == 0 {
+                    // Reading a private key is asked first; once the host has run it, the
+                    // key coming back taints the session.
                     let d = e.eval(&format!(
                         r#"{{"tool":"read_file","session":"{session}","args":{{"path":"/home/u/.ssh/id_ed25519"}}}}"#
                     ));
-                    assert_eq!(d["decision"], "allow", "{d}");
+                    assert_eq!(d["decision"], "approve", "{d}");
+                    let d = e.eval(&format!(
+                        r#"{{"tool":"read_file","session":"{session}","direction":"response","args":{{"path":"/home/u/.ssh/id_ed25519"}},"result":"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nQyNTUxOQAAACBq3XkF8mWcLr0Kq1vJ2pNd7Yt6sUe4hGzA9bTfQcXwPgAAAJgYwJ1kGMCd\n-----END OPENSSH PRIVATE KEY-----"}}"#
+                    ));
+                    assert_ne!(d["decision"], "allow", "{d}");
                 }
                 for i in 0..20 {
                     let d = e.eval(&format!(
