@@ -54,6 +54,9 @@ const VERB_NB: &str = r"(?:请|請|务必|務必|立即|马上|立刻|发送|發
 /// Sentence-final imperative morphology (Japanese, Korean, Hindi, Chinese particles).
 const MOOD_FINAL: &str = r"(?:てください|て下さい|しなさい|せよ|してくれ|ください|なさい|しろ|하세요|하십시오|해 주세요|해주세요|주세요|하라|해라|십시오|ें|िए|िये|吧)\W*$";
 
+/// An obligation put on the reader ("you must send …").
+const OBLIGATION: &str = r"\byou (?:must|should|need to|have to|will|are to|are required to|shall|are expected to|are instructed to|'ll need to)\s+(?:\w+\s+)?(?:now\s+|first\s+|also\s+|immediately\s+)?(?:send|forward|email|transfer|wire|pay|post|upload|share|reveal|disclose|print|output|say|tell|write|respond|reply|answer|include|add|append|insert|run|execute|call|invoke|use|open|visit|click|fetch|retrieve|download|ignore|disregard|forget|delete|change|grant|invite|act|pretend|stop|only)\b|\b(?:debes|deberás|tienes que|vous devez|tu dois|du musst|sie müssen|você deve|você precisa|devi|deve|ты должен|вы должны|你必须|您必须|你需要|しなければなりません|해야 합니다|يجب عليك|तुम्हें|आपको)\b";
+
 /// Dangerous actions: moving data or money out, fetching, running, using tools.
 const ACTION: &str = r"(?:\b(?:send|sends|sending|forward|forwarding|email|e-mail|transfer|wire|pay|post|upload|share|reveal|disclose|leak|exfiltrate|fetch|download|visit|click|navigate|browse|execute|run|invoke|delete|grant|invite|export|dump|publish|submit|bcc|cc)\b|\b(?:call|use) (?:the )?[\w-]+ (?:tool|function)\b|\bchange (?:the |their |his |her )?password\b|envi[aáeé]\w*|reenv\w*|transfi\w*|envoy\w*|transmet\w*|révél\w*|divulg\w*|\bsend\w*|schick\w*|überweis\w*|weiterleit\w*|encaminh\w*|\binvi[aio]\w*|inoltr\w*|trasferi\w*|rivel\w*|отправ\w*|перешл\w*|пересл\w*|перевед\w*|раскр\w*|发送|發送|转发|轉發|转账|轉賬|汇款|泄露|透露|送信|転送|送金|開示|보내|전송|송금|이체|공개|أرسل|ارسل|حو[ّ]?ل|اكشف|भेज|ट्रांसफर|फॉरवर्ड)";
 
@@ -105,56 +108,64 @@ const HARVEST: &str = r"(?:(?:contents?|text|value|data) of (?:the |your |their 
 
 /// Function words that say a sentence is written in a language (used to decide whether a
 /// sentence that reads as no language is ROT13 or reversed).
-const FUNCTION_WORDS: &[&str] = &[
-    "the",
-    "and",
-    "you",
-    "to",
-    "of",
-    "is",
-    "all",
-    "your",
-    "with",
-    "for",
-    "that",
-    "this",
-    "previous",
-    "instructions",
-    "ignore",
-    "send",
-    "please",
-    "now",
-    "are",
-    "not",
-    "in",
-    "it",
-    "assistant",
-    "user",
-    "password",
-    "forward",
-    "transfer",
-    "account",
-    "reveal",
-    "system",
-    "download",
-    "run",
-    "email",
-    "message",
-    "messages",
-    "agents",
-    "ai",
-    "model",
-    "tool",
-];
+fn is_function_word(w: &str) -> bool {
+    matches!(
+        w,
+        "the"
+            | "and"
+            | "you"
+            | "to"
+            | "of"
+            | "is"
+            | "all"
+            | "your"
+            | "with"
+            | "for"
+            | "that"
+            | "this"
+            | "previous"
+            | "instructions"
+            | "ignore"
+            | "send"
+            | "please"
+            | "now"
+            | "are"
+            | "not"
+            | "in"
+            | "it"
+            | "assistant"
+            | "user"
+            | "password"
+            | "forward"
+            | "transfer"
+            | "account"
+            | "reveal"
+            | "system"
+            | "download"
+            | "run"
+            | "email"
+            | "message"
+            | "messages"
+            | "agents"
+            | "ai"
+            | "model"
+            | "tool"
+    )
+}
 
 /// The compiled detector.
 #[derive(Debug)]
 pub struct Intent {
     vocative: Regex,
     yours: Regex,
+    /// A sentence-initial imperative, an obligation put on "you", or sentence-final
+    /// imperative morphology: one regex, because the mood is one feature.
     imperative: Regex,
-    obligation: Regex,
-    mood_final: Regex,
+    /// Any of the features that raise a finding (or carry to the next sentences) on their
+    /// own: a vocative, a claim, a persona swap, an override, a fake turn, a data URL.
+    /// Most sentences of ordinary data hold none, and one search says so; only a sentence
+    /// it hits is asked which one.
+    standalone: Regex,
     action: Regex,
     sensitive: Regex,
     dest: Regex,
@@ -199,18 +210,33 @@ impl Intent {
     /// Only if a built-in pattern is broken, which this crate's tests rule out.
     pub fn new() -> Result<Intent, regex::Error> {
         let re = |s: &str| Regex::new(s);
-        Ok(Intent {
-            vocative: re(&format!(
-                r"(?:^|[\n>(\[,;:|\t])\W{{0,3}}(?:{GREET}\s*)?(?:(?:the|all|any|every|dear)\s+)?{AI}s?\s*(?:[:,，、]|-->|—|(?:へ|에게|께|को)\b)|\bto you,?\s+(?:the\s+)?{AI}\b|\bif you(?:'re| are) (?:an? |the )?(?:\w+ )?{AI}s?\b|\b{AI}s? (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|viewing|handling|that reads?|who reads?) (?:this|these|the following)\b|\b(?:note|message|instructions?|attention) (?:for|to) (?:all |any |the )?{AI}s?\b|(?:si eres|si vous êtes|wenn du|wenn sie|se você é|se sei|если ты|если вы)\s+(?:un[ae]?\s+|ein[e]?\s+|uma?\s+)?{AI}"
-            ))?,
-            yours: re(YOURS)?,
-            imperative: re(&format!(
+        let vocative = format!(
+            r"(?:^|[\n>(\[,;:|\t])\W{{0,3}}(?:{GREET}\s*)?(?:(?:the|all|any|every|dear)\s+)?{AI}s?\s*(?:[:,，、]|-->|—|(?:へ|에게|께|को)\b)|\bto you,?\s+(?:the\s+)?{AI}\b|\bif you(?:'re| are) (?:an? |the )?(?:\w+ )?{AI}s?\b|\b{AI}s? (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|viewing|handling|that reads?|who reads?) (?:this|these|the following)\b|\b(?:note|message|instructions?|attention) (?:for|to) (?:all |any |the )?{AI}s?\b|(?:si eres|si vous êtes|wenn du|wenn sie|se você é|se sei|если ты|если вы)\s+(?:un[ae]?\s+|ein[e]?\s+|uma?\s+)?{AI}"
+        );
+        let imperative = format!(
+            "(?:{})|(?:{OBLIGATION})|(?:{MOOD_FINAL})",
+            format!(
                 r"^\W{{0,4}}(?:(?:p\.?s\.?|n\.?b\.?|note|important|urgent|reminder|update|action required|also|then|now|first|next|finally|immediately|quickly|just|kindly|please|pls|plz|and|so|ok|okay|{AI})\W{{0,3}}\s*){{0,3}}(?:(?:{VERB_EN}|{VERB_INTL})\b|{VERB_NB})"
-            ))?,
-            obligation: re(
-                r"\byou (?:must|should|need to|have to|will|are to|are required to|shall|are expected to|are instructed to|'ll need to)\s+(?:\w+\s+)?(?:now\s+|first\s+|also\s+|immediately\s+)?(?:send|forward|email|transfer|wire|pay|post|upload|share|reveal|disclose|print|output|say|tell|write|respond|reply|answer|include|add|append|insert|run|execute|call|invoke|use|open|visit|click|fetch|retrieve|download|ignore|disregard|forget|delete|change|grant|invite|act|pretend|stop|only)\b|\b(?:debes|deberás|tienes que|vous devez|tu dois|du musst|sie müssen|você deve|você precisa|devi|deve|ты должен|вы должны|你必须|您必须|你需要|しなければなりません|해야 합니다|يجب عليك|तुम्हें|आपको)\b",
-            )?,
-            mood_final: re(MOOD_FINAL)?,
+            )
+        );
+        let standalone = [
+            vocative.as_str(),
+            AUTHORITY,
+            TASK_CHANGE,
+            PERSONA,
+            OVERRIDE,
+            FAKE_TURN,
+            DATA_URL,
+        ]
+        .map(|p| format!("(?:{p})"))
+        .join("|");
+        Ok(Intent {
+            vocative: re(&vocative)?,
+            yours: re(YOURS)?,
+            imperative: re(&imperative)?,
+            standalone: regex::RegexBuilder::new(&standalone)
+                .size_limit(64 << 20)
+                .build()?,
             action: re(ACTION)?,
             sensitive: re(SENSITIVE)?,
             dest: re(DEST)?,
@@ -286,13 +312,13 @@ impl Intent {
         })
     }
 
+    /// Every feature of `s`, each by its own regex (tool definitions, and a sentence read
+    /// again as ROT13 or reversed).
     fn features(&self, s: &str) -> Features {
         Features {
             addressed: self.vocative.is_match(s),
             yours: self.yours.is_match(s),
-            imperative: self.imperative.is_match(s)
-                || self.obligation.is_match(s)
-                || self.mood_final.is_match(s),
+            imperative: self.imperative.is_match(s),
             action: self.action.is_match(s),
             sensitive: self.sensitive.is_match(s),
             dest: self.dest.is_match(s),
@@ -302,20 +328,70 @@ impl Intent {
             override_: self.override_.is_match(s),
             fake_turn: self.fake_turn.is_match(s),
             data_url: self.data_url.is_match(s),
-            // "example" in `eve@evil.example` or a URL says nothing about the sentence.
-            mention: self.mention.is_match(s)
-                && self.mention.is_match(&self.addresses.replace_all(s, " ")),
+            mention: self.mentions(s),
         }
+    }
+
+    /// The features a tool result or an argument needs, and no more: the mood and the
+    /// action, and the standalone features only when one search finds any of them. The
+    /// object, destination and output features are read only where a rule would combine
+    /// them with the mood (`scope` decides which), and the mention feature is left to
+    /// [`Intent::detect`]. The rules in `detect` give the same findings as on [`features`].
+    ///
+    /// [`features`]: Intent::features
+    fn data_features(&self, s: &str, scope: Scope) -> Features {
+        let imperative = self.imperative.is_match(s);
+        let action = self.action.is_match(s);
+        let mut f = Features {
+            imperative,
+            action,
+            ..Features::default()
+        };
+        if self.standalone.is_match(s) {
+            f.addressed = self.vocative.is_match(s);
+            f.authority = self.authority.is_match(s);
+            f.task_change = self.task_change.is_match(s);
+            f.persona = self.persona.is_match(s);
+            f.override_ = self.override_.is_match(s);
+            f.fake_turn = self.fake_turn.is_match(s);
+            f.data_url = self.data_url.is_match(s);
+        }
+        // Output directives and exfiltration requests are rules for tool results only.
+        if imperative && scope != Scope::Request {
+            f.yours = self.yours.is_match(s);
+            if action {
+                f.sensitive = self.sensitive.is_match(s);
+                f.dest = f.sensitive && self.dest.is_match(s);
+            }
+        }
+        f
+    }
+
+    /// Whether `s` talks about attacks ("phrases such as …", "a write-up of …").
+    fn mentions(&self, s: &str) -> bool {
+        // "example" in `eve@evil.example` or a URL says nothing about the sentence.
+        self.mention.is_match(s) && self.mention.is_match(&self.addresses.replace_all(s, " "))
     }
 
     /// Reads `text` (the raw text of one view) sentence by sentence.
     pub fn detect(&self, text: &str, scope: Scope, out: &mut Vec<IntentHit>) {
         let mut carry_addr = 0usize;
         let mut carry_claim = 0usize;
+        // One folding buffer for the whole text: most sentences fold without allocating.
+        let mut folded = String::new();
+        let mut scratch = String::new();
+        let mut later: Vec<(&'static str, Severity)> = Vec::new();
         for (start, end) in sentences(text) {
-            let folded = self.fold(&text[start..end]);
-            let mut f = self.features(&folded);
-            let mut obfuscated = false;
+            self.fold_into(&text[start..end], &mut folded, &mut scratch);
+            let definition = scope == Scope::Definition;
+            let mut f = if definition {
+                self.features(&folded)
+            } else {
+                self.data_features(&folded, scope)
+            };
+            // `data_features` leaves the mention feature to be read on demand.
+            let mut complete = definition;
+            let mut alt_text = None;
             if !f.imperative && !f.addressed && looks_unreadable(&folded) {
                 for alt in [rot13(&folded), folded.chars().rev().collect::<String>()] {
                     if reads_as_language(&alt) {
@@ -328,12 +404,15 @@ impl Intent {
                             || g.override_
                         {
                             f = g;
-                            obfuscated = true;
+                            complete = true;
+                            alt_text = Some(alt);
                             break;
                         }
                     }
                 }
             }
+            let obfuscated = alt_text.is_some();
+            let read = alt_text.as_deref().unwrap_or(&folded);
             if f.addressed {
                 carry_addr = CARRY + 1;
             }
@@ -345,19 +424,24 @@ impl Intent {
             carry_addr = carry_addr.saturating_sub(1);
             carry_claim = carry_claim.saturating_sub(1);
             let span = (start, end);
-            if scope == Scope::Definition {
+            if definition {
                 self.definition_rules(&folded, f, span, out);
                 continue;
             }
+            // The mention feature decides only an override, and whether a sentence with
+            // nobody addressed and nothing claimed is about attacks rather than one: it is
+            // read only when it decides something.
+            let mut mention = complete.then_some(f.mention);
+            let mut mentions = || *mention.get_or_insert_with(|| self.mentions(read));
             let request = scope == Scope::Request;
+            let sev_of = |sev: Severity| if obfuscated { Severity::High } else { sev };
             let mut hit = |id, sev: Severity| {
-                let sev = if obfuscated { Severity::High } else { sev };
-                out.push((id, Category::Injection, sev, span));
+                out.push((id, Category::Injection, sev_of(sev), span));
             };
             if obfuscated {
                 hit("injection.obfuscated_instruction", Severity::High);
             }
-            if f.override_ && !f.mention {
+            if f.override_ && !mentions() {
                 hit("injection.override_addressed", Severity::High);
             }
             if f.fake_turn {
@@ -366,10 +450,7 @@ impl Intent {
             if f.data_url {
                 hit("injection.position.data_url_placeholder", Severity::High);
             }
-            // A sentence that only talks about attacks is not one.
-            if f.mention && !addressed && !claimed {
-                continue;
-            }
+            later.clear();
             // A user may ask for a role ("pretend you are a pricing expert"); in a tool
             // result, or together with a claim or a vocative, a new persona is an attack.
             if f.persona {
@@ -382,33 +463,40 @@ impl Intent {
                 } else {
                     Severity::Medium
                 };
-                hit("injection.persona_swap", sev);
+                later.push(("injection.persona_swap", sev));
             }
             if f.task_change && (f.imperative || f.action || addressed) {
-                hit("injection.task_change", Severity::High);
+                later.push(("injection.task_change", Severity::High));
             } else if f.task_change && !request {
-                hit("injection.task_change", Severity::Medium);
+                later.push(("injection.task_change", Severity::Medium));
             }
             if f.authority && (f.imperative || f.action) {
-                hit("injection.authority_claim", Severity::High);
+                later.push(("injection.authority_claim", Severity::High));
             }
             if addressed && (f.imperative || f.action) {
-                hit(
+                later.push((
                     "injection.addressed_imperative",
                     if request {
                         Severity::Medium
                     } else {
                         Severity::High
                     },
-                );
+                ));
             } else if claimed && f.imperative && f.action {
-                hit("injection.claimed_imperative", Severity::High);
+                later.push(("injection.claimed_imperative", Severity::High));
             }
             if f.yours && f.imperative && !request {
-                hit("injection.output_directive", Severity::Medium);
+                later.push(("injection.output_directive", Severity::Medium));
             }
             if f.imperative && f.action && f.sensitive && f.dest && !request {
-                hit("injection.exfil_request", Severity::Medium);
+                later.push(("injection.exfil_request", Severity::Medium));
+            }
+            // A sentence that only talks about attacks is not one.
+            if later.is_empty() || (!addressed && !claimed && mentions()) {
+                continue;
+            }
+            for &(id, sev) in &later {
+                hit(id, sev);
             }
         }
     }
@@ -460,73 +548,101 @@ impl Intent {
         }
     }
 
-    /// The sentence as the features read it: NFKC, case folded, homoglyphs folded inside
-    /// mixed-script words, escapes folded, spaced letters joined, leetspeak read.
-    fn fold(&self, s: &str) -> String {
-        let nfkc = icu_normalizer::ComposingNormalizerBorrowed::new_nfkc();
-        let mut t = String::with_capacity(s.len());
-        let mut chars = s.chars().peekable();
-        while let Some(c) = chars.next() {
-            if crate::normalize::is_invisible(c) {
-                continue;
-            }
-            // YAML double-quoted scalars fold `\` + newline + indentation, and JSON
-            // escapes a newline as `\n`: both read as a space.
-            if c == '\\' {
-                match chars.peek() {
-                    Some('n' | 't' | 'r') => {
-                        chars.next();
-                        t.push(' ');
-                        continue;
-                    }
-                    Some(w) if w.is_whitespace() => {
-                        continue;
-                    }
-                    Some('"' | '\'' | '\\' | '/') => {
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
-            if c.is_ascii() {
-                t.push(c.to_ascii_lowercase());
-            } else {
-                let mut buf = [0u8; 4];
-                for fc in nfkc.normalize(c.encode_utf8(&mut buf)).chars() {
-                    t.extend(fc.to_lowercase());
-                }
+    /// The sentence as the features read it, into `out`: NFKC, case folded, homoglyphs
+    /// folded inside mixed-script words, escapes folded, spaced letters joined, leetspeak
+    /// read. `scratch` is a second buffer; both are reused from sentence to sentence, and
+    /// each pass runs only on a sentence that has what it undoes, so an ordinary sentence
+    /// is copied, lower-cased and has its whitespace collapsed, and nothing is allocated.
+    fn fold_into(&self, s: &str, out: &mut String, scratch: &mut String) {
+        out.clear();
+        if s.is_ascii() && !s.contains('\\') {
+            // No invisible characters, nothing for NFKC and no escapes: case only.
+            out.push_str(s);
+            out.make_ascii_lowercase();
+        } else {
+            fold_chars(s, out);
+            // Look-alike letters are Cyrillic or Greek: only such a sentence can mix scripts.
+            if out.chars().any(is_cyrillic_or_greek) {
+                fold_mixed_script(out, scratch);
+                std::mem::swap(out, scratch);
             }
         }
-        let t = fold_mixed_script(&t);
         // Spaced letters are joined before whitespace is collapsed: a double space is
         // the word break in "i g n o r e  a l l".
-        let t = if self.spaced.is_match(&t) {
-            self.spaced
-                .replace_all(&t, |c: &regex::Captures<'_>| {
+        if self.spaced.is_match(out) {
+            let joined = self
+                .spaced
+                .replace_all(out, |c: &regex::Captures<'_>| {
                     c[0].chars()
                         .filter(|ch| ch.is_alphanumeric())
                         .collect::<String>()
                 })
-                .into_owned()
-        } else {
-            t
-        };
+                .into_owned();
+            *out = joined;
+        }
         // Words cut into syllables ("ig-nore all pre-vi-ous in-struc-tions"): a word of
         // three or more short hyphenated parts is joined, and once a sentence has one, so
         // are its two-part words. Ordinary compounds ("e-mail", "pre-authorised") have
         // one hyphen and stay as they are elsewhere.
-        let t = if self.syllables.is_match(&t) {
+        if out.contains('-') && self.syllables.is_match(out) {
             let joined = self
                 .syllables
-                .replace_all(&t, |c: &regex::Captures<'_>| c[0].replace('-', ""));
-            self.syllable_pair
+                .replace_all(out, |c: &regex::Captures<'_>| c[0].replace('-', ""));
+            let joined = self
+                .syllable_pair
                 .replace_all(&joined, |c: &regex::Captures<'_>| c[0].replace('-', ""))
-                .into_owned()
-        } else {
-            t
-        };
-        unleet(&collapse_ws(&t))
+                .into_owned();
+            *out = joined;
+        }
+        collapse_ws(out, scratch);
+        std::mem::swap(out, scratch);
+        if leet_sentence(out) {
+            unleet(out, scratch);
+            std::mem::swap(out, scratch);
+        }
     }
+}
+
+/// Character folding of a sentence that is not plain ASCII (or holds escapes): invisible
+/// characters dropped, YAML and JSON escapes read as what they stand for, NFKC, lower case.
+fn fold_chars(s: &str, t: &mut String) {
+    let nfkc = icu_normalizer::ComposingNormalizerBorrowed::new_nfkc();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if crate::normalize::is_invisible(c) {
+            continue;
+        }
+        // YAML double-quoted scalars fold `\` + newline + indentation, and JSON
+        // escapes a newline as `\n`: both read as a space.
+        if c == '\\' {
+            match chars.peek() {
+                Some('n' | 't' | 'r') => {
+                    chars.next();
+                    t.push(' ');
+                    continue;
+                }
+                Some(w) if w.is_whitespace() => {
+                    continue;
+                }
+                Some('"' | '\'' | '\\' | '/') => {
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        if c.is_ascii() {
+            t.push(c.to_ascii_lowercase());
+        } else {
+            let mut buf = [0u8; 4];
+            for fc in nfkc.normalize(c.encode_utf8(&mut buf)).chars() {
+                t.extend(fc.to_lowercase());
+            }
+        }
+    }
+}
+
+fn is_cyrillic_or_greek(c: char) -> bool {
+    ('\u{0370}'..='\u{04FF}').contains(&c)
 }
 
 /// Sentences of `text` as byte ranges: split at sentence punctuation, blank lines, list and
@@ -600,9 +716,25 @@ fn field_start(rest: &[u8]) -> bool {
     n > 0 && n <= 40 && rest.get(n) == Some(&b':')
 }
 
-fn collapse_ws(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+/// `s` with each run of whitespace made one space and leading whitespace dropped, into `out`.
+fn collapse_ws(s: &str, out: &mut String) {
+    out.clear();
     let mut space = false;
+    if s.is_ascii() {
+        // The same over bytes: the ASCII characters `char::is_whitespace` accepts.
+        for &b in s.as_bytes() {
+            if matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r') {
+                if !space && !out.is_empty() {
+                    out.push(' ');
+                }
+                space = true;
+            } else {
+                out.push(char::from(b));
+                space = false;
+            }
+        }
+        return;
+    }
     for c in s.chars() {
         if c.is_whitespace() {
             if !space && !out.is_empty() {
@@ -614,23 +746,21 @@ fn collapse_ws(s: &str) -> String {
             space = false;
         }
     }
-    out
 }
 
 /// Look-alike letters from Cyrillic and Greek are folded to Latin only inside words that
 /// also hold Latin letters: a homoglyph attack mixes scripts, Russian text does not.
-fn fold_mixed_script(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+fn fold_mixed_script(s: &str, out: &mut String) {
+    out.clear();
     for word in s.split_inclusive(|c: char| !c.is_alphanumeric()) {
         let latin = word.chars().any(|c| c.is_ascii_alphabetic());
-        let other = word.chars().any(|c| ('\u{0370}'..='\u{04FF}').contains(&c));
+        let other = word.chars().any(is_cyrillic_or_greek);
         if latin && other {
             out.extend(word.chars().map(|c| homoglyph(c).unwrap_or(c)));
         } else {
             out.push_str(word);
         }
     }
-    out
 }
 
 fn homoglyph(c: char) -> Option<char> {
@@ -665,22 +795,27 @@ fn homoglyph(c: char) -> Option<char> {
     })
 }
 
-/// Digits read as letters ("1gn0r3 4ll pr3v10us") when the sentence is written that way:
-/// at least two words, and a fifth of them, mix letters with look-alike digits. Then every
-/// such digit inside a word is read as its letter; numbers of two or more digits stay.
-fn unleet(s: &str) -> String {
-    let leet = |c: char| matches!(c, '0' | '1' | '3' | '4' | '5' | '7');
-    let words: Vec<&str> = s.split(' ').filter(|w| !w.is_empty()).collect();
-    let mixed = words
-        .iter()
-        .filter(|w| w.chars().any(|c| c.is_ascii_alphabetic()) && w.chars().any(leet))
-        .count();
-    if mixed < 2 || mixed * 5 < words.len() {
-        return s.to_string();
+fn is_leet_digit(c: char) -> bool {
+    matches!(c, '0' | '1' | '3' | '4' | '5' | '7')
+}
+
+/// Whether the sentence is written in leetspeak ("1gn0r3 4ll pr3v10us"): at least two
+/// words, and a fifth of them, mix letters with look-alike digits.
+fn leet_sentence(s: &str) -> bool {
+    let (mut words, mut mixed) = (0usize, 0usize);
+    for w in s.split(' ').filter(|w| !w.is_empty()) {
+        words += 1;
+        mixed +=
+            usize::from(w.chars().any(|c| c.is_ascii_alphabetic()) && w.chars().any(is_leet_digit));
     }
-    let mut out = String::with_capacity(s.len());
-    let mut run = String::new();
-    let flush = |run: &mut String, out: &mut String| {
+    mixed >= 2 && mixed * 5 >= words
+}
+
+/// Digits read as letters in a leetspeak sentence, into `out`: every such digit inside a
+/// word is read as its letter; numbers of two or more digits stay.
+fn unleet(s: &str, out: &mut String) {
+    out.clear();
+    let flush = |run: &str, out: &mut String| {
         let number = run.len() >= 2 && run.chars().all(|c| c.is_ascii_digit());
         if number {
             out.push_str(run);
@@ -695,18 +830,21 @@ fn unleet(s: &str) -> String {
                 x => x,
             }));
         }
-        run.clear();
     };
-    for c in s.chars() {
+    let mut run_start = None;
+    for (i, c) in s.char_indices() {
         if c.is_ascii_alphanumeric() {
-            run.push(c);
+            run_start.get_or_insert(i);
         } else {
-            flush(&mut run, &mut out);
+            if let Some(r) = run_start.take() {
+                flush(&s[r..i], out);
+            }
             out.push(c);
         }
     }
-    flush(&mut run, &mut out);
-    out
+    if let Some(r) = run_start {
+        flush(&s[r..], out);
+    }
 }
 
 fn rot13(s: &str) -> String {
@@ -727,7 +865,7 @@ fn words_known(s: &str) -> (usize, usize) {
         .filter(|w| !w.is_empty())
     {
         n += 1;
-        if FUNCTION_WORDS.contains(&w) {
+        if is_function_word(w) {
             known += 1;
         }
     }
@@ -736,8 +874,17 @@ fn words_known(s: &str) -> (usize, usize) {
 
 /// Latin-letter text of several words with no common English word in it.
 fn looks_unreadable(s: &str) -> bool {
-    let (known, n) = words_known(s);
-    n >= 4 && known == 0
+    let mut n = 0;
+    for w in s
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+    {
+        if is_function_word(w) {
+            return false;
+        }
+        n += 1;
+    }
+    n >= 4
 }
 
 fn reads_as_language(s: &str) -> bool {
