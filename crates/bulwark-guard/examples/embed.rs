@@ -28,9 +28,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let windows: Vec<serde_json::Value> = guard
             .embed_spans(text)?
             .into_iter()
-            .map(|(spans, context)| {
-                let spans: Vec<Vec<f32>> = spans.into_iter().map(round).collect();
-                serde_json::json!({ "spans": spans, "context": round(context) })
+            .map(|w| {
+                let spans: Vec<Vec<f32>> = w.spans.into_iter().map(round).collect();
+                serde_json::json!({ "spans": spans, "context": round(w.context) })
             })
             .collect();
         writeln!(out, "{}", serde_json::json!({ "windows": windows }))?;

@@ -139,6 +139,15 @@ impl Default for Limits {
     }
 }
 
+/// What the head reads in one window: its span embeddings and its context vector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowEmbeddings {
+    /// One L2-normalised embedding per span, in order.
+    pub spans: Vec<Vec<f32>>,
+    /// The normalised mean of the span embeddings.
+    pub context: Vec<f32>,
+}
+
 struct WindowSpans {
     spans: Vec<(std::ops::Range<usize>, ndarray::Array1<f32>)>,
     context: ndarray::Array1<f32>,
@@ -269,16 +278,16 @@ impl Guard {
 
     /// For every window of `text`: its span embeddings and its context vector, what the
     /// head reads (`[span, context]` per span). `scripts/train_head.py` trains on these.
-    pub fn embed_spans(&self, text: &str) -> Result<Vec<(Vec<Vec<f32>>, Vec<f32>)>, GuardError> {
+    pub fn embed_spans(&self, text: &str) -> Result<Vec<WindowEmbeddings>, GuardError> {
         let ids = self.tokenizer.encode(text);
         self.checked_windows(ids.len())?
             .into_iter()
             .map(|w| {
                 let ws = self.window_spans(&ids, w)?;
-                Ok((
-                    ws.spans.into_iter().map(|(_, e)| e.to_vec()).collect(),
-                    ws.context.to_vec(),
-                ))
+                Ok(WindowEmbeddings {
+                    spans: ws.spans.into_iter().map(|(_, e)| e.to_vec()).collect(),
+                    context: ws.context.to_vec(),
+                })
             })
             .collect()
     }
