@@ -1,9 +1,7 @@
 //! Latency of the guard on this machine, end to end (tokenize, encode, head), on English
 //! text: a 2 KB text (about 420 tokens, two windows) and a 900-byte text (one window).
 //! `score_*` is what the engine's guard stage waits for; `runner_2kb` adds the hand-off to a
-//! worker thread with a deadline (what a `tools/call` waits for when the guard runs);
-//! `mean_pooled_2kb` is the same encoder with the first head's whole-window mean pooling, the
-//! same-run baseline for the cost of span scoring.
+//! worker thread with a deadline (what a `tools/call` waits for when the guard runs).
 //!
 //! Needs the installed model (`BULWARK_GUARD_MODEL_DIR`, or the test setup's
 //! `target/guard-model`); fails loudly without it rather than measuring nothing.
@@ -40,9 +38,6 @@ fn bench(c: &mut Criterion) {
     g.bench_function("score_900b_one_window", |b| b.iter(|| guard.score(&one)));
     g.bench_function("runner_2kb", |b| {
         b.iter(|| runner.score(&two_kb, Duration::from_secs(10)))
-    });
-    g.bench_function("mean_pooled_2kb", |b| {
-        b.iter(|| guard.embed_windows_mean(&two_kb))
     });
     g.finish();
 }

