@@ -214,10 +214,7 @@ impl Intent {
             r"(?:^|[\n>(\[,;:|\t])\W{{0,3}}(?:{GREET}\s*)?(?:(?:the|all|any|every|dear)\s+)?{AI}s?\s*(?:[:,，、]|-->|—|(?:へ|에게|께|को)\b)|\bto you,?\s+(?:the\s+)?{AI}\b|\bif you(?:'re| are) (?:an? |the )?(?:\w+ )?{AI}s?\b|\b{AI}s? (?:reading|processing|summari[sz]ing|parsing|analy[sz]ing|viewing|handling|that reads?|who reads?) (?:this|these|the following)\b|\b(?:note|message|instructions?|attention) (?:for|to) (?:all |any |the )?{AI}s?\b|(?:si eres|si vous êtes|wenn du|wenn sie|se você é|se sei|если ты|если вы)\s+(?:un[ae]?\s+|ein[e]?\s+|uma?\s+)?{AI}"
         );
         let imperative = format!(
-            "(?:{})|(?:{OBLIGATION})|(?:{MOOD_FINAL})",
-            format!(
-                r"^\W{{0,4}}(?:(?:p\.?s\.?|n\.?b\.?|note|important|urgent|reminder|update|action required|also|then|now|first|next|finally|immediately|quickly|just|kindly|please|pls|plz|and|so|ok|okay|{AI})\W{{0,3}}\s*){{0,3}}(?:(?:{VERB_EN}|{VERB_INTL})\b|{VERB_NB})"
-            )
+            r"(?:^\W{{0,4}}(?:(?:p\.?s\.?|n\.?b\.?|note|important|urgent|reminder|update|action required|also|then|now|first|next|finally|immediately|quickly|just|kindly|please|pls|plz|and|so|ok|okay|{AI})\W{{0,3}}\s*){{0,3}}(?:(?:{VERB_EN}|{VERB_INTL})\b|{VERB_NB}))|(?:{OBLIGATION})|(?:{MOOD_FINAL})"
         );
         let standalone = [
             vocative.as_str(),
