@@ -229,10 +229,13 @@ impl Gateway {
 
     fn import_pins(&self, records: &[bulwark_engine::pins::PinRecord]) {
         // The in-process store cannot fail; a shared one that does leaves the pins it had.
+        // Merged, not replaced: on a store other replicas share, this replica's file may be
+        // older than what they saw, and a file must never lift their quarantines (only an
+        // accept of exactly the offered definition does; see `Store::merge_pins`).
         if let Err(e) = self
             .gate
             .store()
-            .import_pins(Some(&self.config.server), records)
+            .merge_pins(Some(&self.config.server), records)
         {
             (self.log)(&format!("cannot take in the pins: {e}"));
         }
