@@ -25,6 +25,7 @@ pub mod gateway;
 pub mod hold;
 pub mod http;
 pub mod jsonrpc;
+pub mod listing;
 mod locks;
 pub mod methods;
 /// Pins on disk, kept by the gate ([`bulwark_gate::pinfile`]).
