@@ -2,7 +2,7 @@
 //!
 //! Everything here is bounded. With the default policy a session costs about 1.5 KiB:
 //! three buckets (48 B), 32 call fingerprints and 32 result fingerprints (16 B each),
-//! 32 burst timestamps (8 B each), two 16-byte progress slots per sequence step, plus the
+//! 32 burst hits (call fingerprint and time, 16 B each), two 16-byte progress slots per sequence step, plus the
 //! session id, and at most [`MAX_FILE_TEXT`] of script text its commands wrote
 //! ([`Session::remember_files`]). `SessionTable` keeps at most `limits.max_sessions` of them and drops any idle
 //! longer than `limits.session_idle_secs`.
@@ -120,8 +120,11 @@ pub struct Session {
     /// cleared the loop history: repeating the very same write is not a new change.
     #[serde(default)]
     pub last_change: Option<u64>,
-    /// Times of recent rule matches at or above the burst severity.
-    pub burst: VecDeque<u64>,
+    /// Recent rule matches at or above the burst severity: the fingerprint of the call that
+    /// matched and the time. A burst is several *different* destructive calls; the same
+    /// call asked again is a repeat, which the loop guard judges.
+    #[serde(deserialize_with = "burst_hits")]
+    pub burst: VecDeque<(u64, u64)>,
     /// Progress per policy sequence (index-aligned with `policy.sequences`).
     pub sequences: Vec<SequenceProgress>,
     /// The policy version the sequence progress belongs to.
@@ -418,11 +421,50 @@ impl EvictedTaint {
     }
 }
 
+/// Reads the burst history, also in its earlier shape (times only, kept by hook fronts in a
+/// state file across an upgrade): those hits keep counting, each as its own call.
+fn burst_hits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<VecDeque<(u64, u64)>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Hit {
+        Call(u64, u64),
+        Time(u64),
+    }
+    let hits: Vec<Hit> = Vec::deserialize(d)?;
+    Ok(hits
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| match h {
+            Hit::Call(print, at) => (print, at),
+            // Distinct made-up fingerprints: never the same call as each other or a new one
+            // (a real fingerprint equal to a small index is as unlikely as any collision).
+            Hit::Time(at) => (i as u64, at),
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use bulwark_policy::Taint;
     use bulwark_shell::FileContent;
+
+    #[test]
+    fn burst_history_in_the_earlier_shape_is_kept() {
+        // A hook's state file written before hits carried the call's fingerprint: its
+        // times still count, each as a call of its own.
+        let mut v = serde_json::to_value(Session::default()).unwrap();
+        v["burst"] = serde_json::json!([1000, 2000]);
+        let s: Session = serde_json::from_value(v).unwrap();
+        assert_eq!(s.burst.len(), 2);
+        assert_ne!(s.burst[0].0, s.burst[1].0);
+        assert_eq!((s.burst[0].1, s.burst[1].1), (1000, 2000));
+        // And the current shape round-trips.
+        let mut now = Session::default();
+        now.burst.push_back((42, 7));
+        let back: Session = serde_json::from_value(serde_json::to_value(&now).unwrap()).unwrap();
+        assert_eq!(back.burst, now.burst);
+    }
 
     #[test]
     fn remembered_files_are_bounded_oldest_first() {

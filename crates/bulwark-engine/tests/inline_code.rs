@@ -65,8 +65,13 @@ fn destructive_inline_code_is_stopped() {
             Verdict::Block,
         ),
         (
-            // Judged as `rm -rf /var/lib` is: outside the workspace, asked about.
+            // Judged as `rm -rf /var/lib` is: a system root, blocked.
             "python3 - <<'EOF'\nimport subprocess as sp\nsp.call(['rm', '-rf', '/var/lib'])\nEOF",
+            Verdict::Block,
+        ),
+        (
+            // And `rm -rf /var/lib/docker` is one install outside the workspace: asked.
+            "python3 - <<'EOF'\nimport subprocess as sp\nsp.call(['rm', '-rf', '/var/lib/docker'])\nEOF",
             Verdict::Approve,
         ),
         (

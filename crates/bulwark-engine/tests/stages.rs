@@ -812,6 +812,38 @@ fn a_burst_of_destructive_matches_raises_the_tier() {
 }
 
 #[test]
+fn the_same_call_asked_again_is_no_burst() {
+    // A burst is several different destructive calls: the same one asked about again
+    // (an agent retrying after a person has not answered yet) stays what it was.
+    let y = "version: 1\npacks: []\nrules:\n  - { id: t.a, severity: medium, match: { text: 'alpha' }, reason: a }\nscoring: { burst: { count: 3, window_secs: 60 } }\n";
+    let mut h = Harness::yaml(y);
+    for _ in 0..4 {
+        h.advance(1000);
+        assert_eq!(
+            h.req("s", "write_file", json!({"content": "alpha 1"}))
+                .decision,
+            Verdict::Warn
+        );
+    }
+    // Two other calls after it do make a burst (three different calls).
+    h.advance(1000);
+    h.req("s", "write_file", json!({"content": "alpha 2"}));
+    assert_eq!(
+        h.req("s", "write_file", json!({"content": "alpha 3"}))
+            .decision,
+        Verdict::Approve
+    );
+
+    // With the built-in policy: a credential read asked three times is asked three times.
+    let mut h = Harness::default_policy();
+    for n in 0..3 {
+        h.advance(1000);
+        let d = h.req("s", "bash", json!({"command": "cat ~/.ssh/id_rsa"}));
+        assert_eq!(d.decision, Verdict::Approve, "read {n}: {d:?}");
+    }
+}
+
+#[test]
 fn rules_see_tools_caps_args_predicates_taint_and_scope() {
     let y = r#"version: 1
 packs: []

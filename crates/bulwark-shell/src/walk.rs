@@ -1612,7 +1612,11 @@ impl Walker {
         io: Io,
     ) -> Output {
         let name = inv.name.clone();
-        let fam = crate::specs::family(&name).to_string();
+        // `bun` shares npm's grammar as a package manager, and node's as an interpreter.
+        let fam = match crate::specs::family(&name) {
+            "npm" if name == "bun" => "bun".to_string(),
+            other => other.to_string(),
+        };
         let a = inv.argv.clone();
         let lang = match fam.as_str() {
             "python" => Lang::Python,
@@ -1655,6 +1659,26 @@ impl Walker {
             && let Some(c) = a.args().first()
         {
             code = Some((c.clone(), Output::Nothing, false));
+        }
+        // `bun -e CODE`, `bun --eval=CODE`, `bun -p CODE` (TypeScript that is also
+        // JavaScript parses; type annotations do not, and fail closed).
+        if fam == "bun" && code.is_none() {
+            for (i, w) in words.iter().enumerate().skip(1) {
+                let eq = ["--eval=", "--print="]
+                    .iter()
+                    .find_map(|f| w.text.strip_prefix(f));
+                let taken = if let Some(v) = eq {
+                    Some((v.to_string(), w))
+                } else if matches!(w.text.as_str(), "-e" | "--eval" | "-p" | "--print") {
+                    words.get(i + 1).map(|v| (v.text.clone(), v))
+                } else {
+                    None
+                };
+                if let Some((text, from)) = taken {
+                    code = Some((text, from.from.clone(), from.dynamic));
+                    break;
+                }
+            }
         }
         if fam == "awk"
             && a.value("f").is_none()
@@ -1794,7 +1818,10 @@ impl Walker {
     ) -> Output {
         // Python, JavaScript, Perl and Ruby are parsed (`crate::inline`); the rest is read
         // for what it shows.
-        let fam = crate::specs::family(&inv.name).to_string();
+        let fam = match crate::specs::family(&inv.name) {
+            "npm" if inv.name == "bun" => "bun".to_string(),
+            other => other.to_string(),
+        };
         if let Some(l) = crate::inline::Lang::of_family(&fam) {
             return self.inline(inv, text, l, ctx, stdin, io);
         }

@@ -555,3 +555,39 @@ fn a_newline_inside_double_quotes_is_kept() {
         "{a:#?}"
     );
 }
+
+/// `dd` from an endless source: a bounded image inside the workspace is a new file; with
+/// no `count=` it fills the disk, and outside the workspace it overwrites someone's file.
+#[test]
+fn dd_from_zero_is_an_overwrite_unless_a_bounded_workspace_image() {
+    let has = |line: &str| {
+        analyse(line)
+            .invocations
+            .iter()
+            .any(|i| i.predicates.contains(&"shell.dd_overwrite"))
+    };
+    for line in [
+        "dd if=/dev/zero of=./disk.img bs=1M count=16",
+        "dd if=/dev/urandom of=build/key.bin bs=32 count=1",
+        "dd bs=1M count=4 if=/dev/zero of=images/swap.img",
+    ] {
+        assert!(!has(line), "{line:?} is a bounded workspace image");
+        assert!(
+            !analyse(line).caps.contains(Cap::ExecIrreversible),
+            "{line:?}"
+        );
+    }
+    for line in [
+        "dd if=/dev/zero of=./disk.img bs=1M",
+        "dd if=/dev/zero of=~/thesis.tex bs=1k count=1",
+        "dd if=/dev/urandom of=/var/lib/db/data count=8",
+        "dd if=/dev/zero of=../other/data.db count=1",
+        "dd if=/dev/zero of=$HOME/notes count=1",
+    ] {
+        assert!(has(line), "{line:?} overwrites");
+        assert!(
+            analyse(line).caps.contains(Cap::ExecIrreversible),
+            "{line:?}"
+        );
+    }
+}

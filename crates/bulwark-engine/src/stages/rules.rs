@@ -210,12 +210,6 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     let now = ctx.now.mono_ms;
     let session = &mut *env.session;
     let taint = session.taint;
-    let window = policy.scoring.burst_window_ms;
-    let recent_burst = session
-        .burst
-        .iter()
-        .filter(|t| now.saturating_sub(**t) <= window)
-        .count();
 
     let mut matched: Vec<(&Rule, Hit)> = Vec::new();
     {
@@ -257,13 +251,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
         .iter()
         .filter(|(r, _)| r.severity >= policy.scoring.burst_min_severity)
         .count();
-    // Deciding a call again with the fleet's answer: its own hits were saved by the
-    // first decision and are in the history already.
-    let recent_burst = if ctx.fleet_answer.is_some() {
-        recent_burst.saturating_sub(counted)
-    } else {
-        recent_burst
-    };
+    // Hits of other calls only: asking about the same call again (or deciding it again
+    // with the fleet's answer, whose hits the first decision saved) is not a burst.
+    let window = policy.scoring.burst_window_ms;
+    let print = call_print(ctx);
+    let recent_burst = session
+        .burst
+        .iter()
+        .filter(|(p, t)| *p != print && now.saturating_sub(*t) <= window)
+        .count();
     // A burst is calls in a row, so it needs an earlier call's hits: one call matching
     // several rules is already scored by its points.
     let burst = policy.scoring.burst_count > 0
@@ -344,11 +340,19 @@ pub(crate) fn commit(ctx: &Ctx<'_>, env: &mut Env<'_>) {
         return;
     }
     let now = ctx.now.mono_ms;
+    let print = call_print(ctx);
     let session = &mut *env.session;
     for _ in 0..n {
         if session.burst.len() == crate::session::HISTORY {
             session.burst.pop_front();
         }
-        session.burst.push_back(now);
+        session.burst.push_back((print, now));
     }
+}
+
+/// The call's fingerprint, as the loop guard took it (or, with the loop guard off, taken
+/// the same way).
+fn call_print(ctx: &Ctx<'_>) -> u64 {
+    ctx.loop_print
+        .unwrap_or_else(|| crate::canonical::fingerprint(&ctx.tool_lc(), ctx.call.payload()))
 }

@@ -8,6 +8,7 @@
 use tree_sitter::Node;
 
 use super::decode::{Encoding, decode};
+use super::functions::{Func, Funcs};
 use super::tree::{self, Grammar, named, text, unescape};
 use super::{Facts, Lang, MAX_NODE_DEPTH, Origin, Scope, UNKNOWN, Value, concat};
 
@@ -57,16 +58,20 @@ pub(super) fn analyse(code: &str, depth: usize, f: &mut Facts) {
     let mut r = Reader {
         src: body,
         scope: Scope::default(),
+        funcs: Funcs::default(),
         f,
         depth,
         level: 0,
     };
     r.visit(tree.root_node());
+    r.read_unfollowed();
 }
 
-struct Reader<'s, 'f> {
+struct Reader<'t, 's, 'f> {
     src: &'s str,
     scope: Scope,
+    /// Functions, function expressions and arrow functions the program defines.
+    funcs: Funcs<'t>,
     f: &'f mut Facts,
     depth: usize,
     level: usize,
@@ -139,7 +144,7 @@ fn mode(v: &Value) -> Value {
     }
 }
 
-impl Reader<'_, '_> {
+impl<'t> Reader<'t, '_, '_> {
     fn enter(&mut self) -> bool {
         self.level += 1;
         if self.level > MAX_NODE_DEPTH {
@@ -153,14 +158,39 @@ impl Reader<'_, '_> {
         true
     }
 
-    fn t(&self, n: Node<'_>) -> &str {
+    fn t(&self, n: Node<'t>) -> &str {
         text(n, self.src)
     }
 
-    fn visit(&mut self, n: Node<'_>) {
+    fn visit(&mut self, n: Node<'t>) {
         if self.enter() {
             match n.kind() {
                 "import_statement" => self.import(n),
+                // Declarations are hoisted: a call may come before the function.
+                "program" | "statement_block" => {
+                    for c in named(n) {
+                        if matches!(
+                            c.kind(),
+                            "function_declaration" | "generator_function_declaration"
+                        ) {
+                            self.define(c);
+                        }
+                    }
+                    for c in named(n) {
+                        self.visit(c);
+                    }
+                }
+                "function_declaration" | "generator_function_declaration" => {
+                    self.define(n);
+                }
+                "return_statement" => {
+                    let v = named(n)
+                        .first()
+                        .map_or_else(Value::unknown, |e| self.eval(*e));
+                    if self.funcs.in_call() && self.funcs.ret.is_none() {
+                        self.funcs.ret = Some(v);
+                    }
+                }
                 "variable_declarator" => {
                     let v = n
                         .child_by_field_name("value")
@@ -184,7 +214,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn import(&mut self, n: Node<'_>) {
+    fn import(&mut self, n: Node<'t>) {
         let Some(src) = n.child_by_field_name("source") else {
             return;
         };
@@ -228,7 +258,7 @@ impl Reader<'_, '_> {
     }
 
     /// Binds a declaration's pattern to a value.
-    fn bind(&mut self, pat: Node<'_>, v: Value) {
+    fn bind(&mut self, pat: Node<'t>, v: Value) {
         match pat.kind() {
             "identifier" | "shorthand_property_identifier_pattern" => {
                 let id = self.t(pat).to_string();
@@ -282,7 +312,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn eval(&mut self, n: Node<'_>) -> Value {
+    fn eval(&mut self, n: Node<'t>) -> Value {
         if !self.enter() {
             self.level -= 1;
             return Value::unknown();
@@ -292,7 +322,7 @@ impl Reader<'_, '_> {
         v
     }
 
-    fn eval_inner(&mut self, n: Node<'_>) -> Value {
+    fn eval_inner(&mut self, n: Node<'t>) -> Value {
         match n.kind() {
             "string" | "template_string" => self.string(n),
             "number" => {
@@ -348,6 +378,7 @@ impl Reader<'_, '_> {
                 }
             }
             "call_expression" | "new_expression" => self.call(n),
+            "function_expression" | "generator_function" | "arrow_function" => self.define(n),
             "await_expression" | "parenthesized_expression" | "sequence_expression" => {
                 let mut last = Value::unknown();
                 for c in named(n) {
@@ -461,7 +492,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn string(&mut self, n: Node<'_>) -> Value {
+    fn string(&mut self, n: Node<'t>) -> Value {
         let mut out = String::new();
         let mut known = true;
         for c in named(n) {
@@ -489,7 +520,7 @@ impl Reader<'_, '_> {
         Value::Str { text: out, known }
     }
 
-    fn call(&mut self, n: Node<'_>) -> Value {
+    fn call(&mut self, n: Node<'t>) -> Value {
         let callee = n
             .child_by_field_name("function")
             .or_else(|| n.child_by_field_name("constructor"));
@@ -519,10 +550,112 @@ impl Reader<'_, '_> {
                 args.push(Value::unknown());
             }
         }
+        if let Value::Func(i) = func {
+            return self.call_local(i, args);
+        }
+        // A function handed to code the reader does not follow (`setTimeout(f)`,
+        // `xs.forEach(f)`) may be called with anything.
+        for v in &args {
+            self.funcs.escape(v);
+        }
         match func {
             Value::Name(q) => self.api(&q, &args),
             Value::Method(class, m, recv) => self.method(class, &m, *recv, &args),
             other => Value::Unknown(other.origin().max(origin(&args))),
+        }
+    }
+
+    /// Records a function definition; a declaration also binds its name.
+    fn define(&mut self, n: Node<'t>) -> Value {
+        let Some(body) = n.child_by_field_name("body") else {
+            return Value::unknown();
+        };
+        let params = n
+            .child_by_field_name("parameters")
+            .or_else(|| n.child_by_field_name("parameter"));
+        let f = self.funcs.define(n, params, body);
+        if n.kind().ends_with("_declaration")
+            && let Some(name) = n.child_by_field_name("name")
+        {
+            let name = self.t(name).to_string();
+            self.scope.set(&name, f.clone());
+        }
+        f
+    }
+
+    /// A call to a function the program defined: its body read with the parameters bound
+    /// to the call's values, in a scope that is dropped afterwards.
+    fn call_local(&mut self, i: usize, args: Vec<Value>) -> Value {
+        let Some(func) = self.funcs.enter(i) else {
+            return Value::unknown();
+        };
+        let saved = self.scope.clone();
+        let saved_ret = self.funcs.ret.take();
+        self.bind_params(func.params, Some(&args));
+        let v = self.read_body(func);
+        self.funcs.ret = saved_ret;
+        self.scope = saved;
+        self.funcs.leave();
+        v
+    }
+
+    /// Reads a function body; an arrow function's value is its expression, a block's its
+    /// first `return`.
+    fn read_body(&mut self, func: Func<'t>) -> Value {
+        if func.body.kind() == "statement_block" {
+            self.visit(func.body);
+            self.funcs.ret.take().unwrap_or_else(Value::unknown)
+        } else {
+            self.eval(func.body)
+        }
+    }
+
+    /// Binds parameters to a call's values (`None`: all unknown): patterns and defaults
+    /// as declarations bind them, `...rest` takes the remaining values.
+    fn bind_params(&mut self, params: Option<Node<'t>>, args: Option<&[Value]>) {
+        let Some(params) = params else { return };
+        // `x => …`: the one parameter is the identifier itself.
+        let list = if params.kind() == "formal_parameters" {
+            named(params)
+        } else {
+            vec![params]
+        };
+        for (i, p) in list.into_iter().enumerate() {
+            let given = args.and_then(|a| a.get(i)).cloned();
+            match p.kind() {
+                "rest_pattern" => {
+                    let rest = match args {
+                        Some(a) => Value::List(a.iter().skip(i).cloned().collect()),
+                        None => Value::unknown(),
+                    };
+                    if let Some(target) = named(p).first() {
+                        self.bind(*target, rest);
+                    }
+                }
+                "assignment_pattern" => {
+                    let v = match (given, args) {
+                        (Some(v), _) => v,
+                        (None, Some(_)) => p
+                            .child_by_field_name("right")
+                            .map_or_else(Value::unknown, |d| self.eval(d)),
+                        (None, None) => Value::unknown(),
+                    };
+                    self.bind(p, v);
+                }
+                _ => self.bind(p, given.unwrap_or_else(Value::unknown)),
+            }
+        }
+    }
+
+    /// Bodies no call followed (never called by name, passed as values, past a limit):
+    /// read once with every parameter unknown.
+    fn read_unfollowed(&mut self) {
+        while let Some(func) = self.funcs.next_unread() {
+            let saved = self.scope.clone();
+            self.bind_params(func.params, None);
+            self.read_body(func);
+            self.funcs.ret = None;
+            self.scope = saved;
         }
     }
 
@@ -820,6 +953,21 @@ impl Reader<'_, '_> {
                 parts.extend(a.iter().cloned());
                 concat(&parts)
             }
+            // `args.slice(1)`: how a helper passes on the rest of its arguments.
+            ("list", "slice") => match (recv, at(a, 0), a.get(1)) {
+                (Value::List(v), Value::Num(from), end) => {
+                    let n = v.len() as i64;
+                    let clamp = |i: i64| (if i < 0 { n + i } else { i }).clamp(0, n) as usize;
+                    let to = match end {
+                        Some(Value::Num(e)) => clamp(*e),
+                        None => v.len(),
+                        Some(_) => return Value::unknown(),
+                    };
+                    let from = clamp(from);
+                    Value::List(v.get(from..to.max(from)).unwrap_or_default().to_vec())
+                }
+                (other, _, _) => Value::Unknown(other.origin()),
+            },
             ("list", "reverse") => match recv {
                 Value::List(mut v) => {
                     v.reverse();

@@ -18,6 +18,10 @@
 //!   `rm -r -f -- build`, `fs.unlinkSync(p)` is `rm -f -- p`), renames, copies and mode
 //!   changes likewise;
 //! - files written and read, connections to `host:port`, HTTP use with its URL;
+//! - calls to functions and lambdas the program defines itself followed into their bodies
+//!   with the caller's arguments ([`functions`]), so `def f(x): os.system(x)` then
+//!   `f('rm -rf ~')` is `rm -rf ~`; a body reached otherwise is read with its parameters
+//!   unknown;
 //! - code evaluated: a literal or a decodable one (base64, hex, rot13) is analysed in
 //!   turn, at most [`MAX_DEPTH`] levels deep; one known only at run time is unknown code,
 //!   and where it comes from (decoded, downloaded, read from a socket) is kept.
@@ -28,6 +32,7 @@
 //! [`MAX_NODE_DEPTH`] is an error, and an error makes the line fail closed.
 
 mod decode;
+mod functions;
 mod javascript;
 mod perl_ruby;
 mod python;
@@ -104,6 +109,9 @@ pub(crate) enum Value {
     Inst(&'static str, Box<Value>),
     /// A method of such an object (`socket.connect` on that socket).
     Method(&'static str, String, Box<Value>),
+    /// A function the program defines itself (an index into its reader's table,
+    /// [`functions::Funcs`]).
+    Func(usize),
     Unknown(Origin),
 }
 

@@ -7,6 +7,7 @@
 use tree_sitter::Node;
 
 use super::decode::{Encoding, decode};
+use super::functions::{Func, Funcs};
 use super::tree::{self, Grammar, all, named, text, unescape};
 use super::{Facts, Lang, MAX_NODE_DEPTH, Origin, Scope, UNKNOWN, Value, concat, format_percent};
 
@@ -41,6 +42,8 @@ const BUILTINS: &[&str] = &[
     "bytes",
     "bytearray",
     "execfile",
+    "list",
+    "tuple",
 ];
 
 pub(super) fn analyse(code: &str, depth: usize, f: &mut Facts) {
@@ -54,17 +57,21 @@ pub(super) fn analyse(code: &str, depth: usize, f: &mut Facts) {
     let mut r = Reader {
         src: code,
         scope: Scope::default(),
+        funcs: Funcs::default(),
         star: Vec::new(),
         f,
         depth,
         level: 0,
     };
     r.visit(tree.root_node());
+    r.read_unfollowed();
 }
 
-struct Reader<'s, 'f> {
+struct Reader<'t, 's, 'f> {
     src: &'s str,
     scope: Scope,
+    /// Functions and lambdas the program defines.
+    funcs: Funcs<'t>,
     /// Modules imported with `from M import *`.
     star: Vec<String>,
     f: &'f mut Facts,
@@ -135,7 +142,7 @@ fn normalize(q: &str) -> String {
     q.to_string()
 }
 
-impl Reader<'_, '_> {
+impl<'t> Reader<'t, '_, '_> {
     fn enter(&mut self) -> bool {
         self.level += 1;
         if self.level > MAX_NODE_DEPTH {
@@ -149,12 +156,12 @@ impl Reader<'_, '_> {
         true
     }
 
-    fn t(&self, n: Node<'_>) -> &str {
+    fn t(&self, n: Node<'t>) -> &str {
         text(n, self.src)
     }
 
     /// A statement, or any node whose calls must be seen.
-    fn visit(&mut self, n: Node<'_>) {
+    fn visit(&mut self, n: Node<'t>) {
         if self.enter() {
             match n.kind() {
                 "import_statement" => self.import(n),
@@ -163,6 +170,25 @@ impl Reader<'_, '_> {
                     self.assign(n);
                 }
                 "augmented_assignment" => self.augment(n),
+                "function_definition" => {
+                    if let (Some(name), Some(body)) =
+                        (n.child_by_field_name("name"), n.child_by_field_name("body"))
+                    {
+                        let f = self
+                            .funcs
+                            .define(n, n.child_by_field_name("parameters"), body);
+                        let name = self.t(name).to_string();
+                        self.scope.set(&name, f);
+                    }
+                }
+                "return_statement" => {
+                    let v = named(n)
+                        .first()
+                        .map_or_else(Value::unknown, |e| self.eval(*e));
+                    if self.funcs.in_call() && self.funcs.ret.is_none() {
+                        self.funcs.ret = Some(v);
+                    }
+                }
                 "exec_statement" => {
                     let code = n
                         .child_by_field_name("code")
@@ -184,7 +210,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn import(&mut self, n: Node<'_>) {
+    fn import(&mut self, n: Node<'t>) {
         for c in named(n) {
             match c.kind() {
                 "dotted_name" => {
@@ -210,7 +236,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn import_from(&mut self, n: Node<'_>) {
+    fn import_from(&mut self, n: Node<'t>) {
         let Some(module) = n.child_by_field_name("module_name") else {
             return;
         };
@@ -245,7 +271,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn assign(&mut self, n: Node<'_>) -> Value {
+    fn assign(&mut self, n: Node<'t>) -> Value {
         let v = match n.child_by_field_name("right") {
             Some(r) if r.kind() == "assignment" => self.assign(r),
             Some(r) => self.eval(r),
@@ -257,7 +283,7 @@ impl Reader<'_, '_> {
         v
     }
 
-    fn bind(&mut self, left: Node<'_>, v: Value) {
+    fn bind(&mut self, left: Node<'t>, v: Value) {
         match left.kind() {
             "identifier" => {
                 let name = self.t(left).to_string();
@@ -274,7 +300,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn augment(&mut self, n: Node<'_>) {
+    fn augment(&mut self, n: Node<'t>) {
         let (Some(left), Some(right)) = (
             n.child_by_field_name("left"),
             n.child_by_field_name("right"),
@@ -309,7 +335,7 @@ impl Reader<'_, '_> {
         self.scope.set(&name, new);
     }
 
-    fn eval(&mut self, n: Node<'_>) -> Value {
+    fn eval(&mut self, n: Node<'t>) -> Value {
         if !self.enter() {
             self.level -= 1;
             return Value::unknown();
@@ -319,7 +345,7 @@ impl Reader<'_, '_> {
         v
     }
 
-    fn eval_inner(&mut self, n: Node<'_>) -> Value {
+    fn eval_inner(&mut self, n: Node<'t>) -> Value {
         match n.kind() {
             "string" => self.string(n),
             "concatenated_string" => {
@@ -353,6 +379,12 @@ impl Reader<'_, '_> {
                 member(obj, &attr)
             }
             "call" => self.call(n),
+            "lambda" => match n.child_by_field_name("body") {
+                Some(body) => self
+                    .funcs
+                    .define(n, n.child_by_field_name("parameters"), body),
+                None => Value::unknown(),
+            },
             "list" | "tuple" | "expression_list" | "set" => {
                 let mut items = Vec::new();
                 for c in named(n) {
@@ -407,7 +439,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn lookup(&mut self, n: Node<'_>) -> Value {
+    fn lookup(&mut self, n: Node<'t>) -> Value {
         let id = self.t(n).to_string();
         if let Some(v) = self.scope.get(&id) {
             return v.clone();
@@ -424,7 +456,7 @@ impl Reader<'_, '_> {
         Value::unknown()
     }
 
-    fn string(&mut self, n: Node<'_>) -> Value {
+    fn string(&mut self, n: Node<'t>) -> Value {
         let mut raw = false;
         let mut out = String::new();
         let mut known = true;
@@ -456,7 +488,7 @@ impl Reader<'_, '_> {
         Value::Str { text: out, known }
     }
 
-    fn binary(&mut self, n: Node<'_>) -> Value {
+    fn binary(&mut self, n: Node<'t>) -> Value {
         let l = n
             .child_by_field_name("left")
             .map_or_else(Value::unknown, |x| self.eval(x));
@@ -489,7 +521,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn subscript(&mut self, n: Node<'_>) -> Value {
+    fn subscript(&mut self, n: Node<'t>) -> Value {
         let obj = n
             .child_by_field_name("value")
             .map_or_else(Value::unknown, |v| self.eval(v));
@@ -537,7 +569,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn args(&mut self, n: Option<Node<'_>>) -> Args {
+    fn args(&mut self, n: Option<Node<'t>>) -> Args {
         let mut a = Args {
             pos: Vec::new(),
             kw: Vec::new(),
@@ -575,11 +607,18 @@ impl Reader<'_, '_> {
         a
     }
 
-    fn call(&mut self, n: Node<'_>) -> Value {
+    fn call(&mut self, n: Node<'t>) -> Value {
         let func = n
             .child_by_field_name("function")
             .map_or_else(Value::unknown, |f| self.eval(f));
         let args = self.args(n.child_by_field_name("arguments"));
+        if let Value::Func(i) = func {
+            return self.call_local(i, args);
+        }
+        // A function handed to code the reader does not follow may be called with anything.
+        for v in args.pos.iter().chain(args.kw.iter().map(|(_, v)| v)) {
+            self.funcs.escape(v);
+        }
         match func {
             Value::Name(q) => {
                 let q = normalize(&q);
@@ -590,8 +629,112 @@ impl Reader<'_, '_> {
         }
     }
 
+    /// A call to a function the program defined: its body read with the parameters bound
+    /// to the call's values, in a scope that is dropped afterwards.
+    fn call_local(&mut self, i: usize, args: Args) -> Value {
+        let Some(func) = self.funcs.enter(i) else {
+            return Value::unknown();
+        };
+        let saved = self.scope.clone();
+        let saved_ret = self.funcs.ret.take();
+        self.bind_params(func.params, Some(args));
+        let v = self.read_body(func);
+        self.funcs.ret = saved_ret;
+        self.scope = saved;
+        self.funcs.leave();
+        v
+    }
+
+    /// Reads a function body; a lambda's value is its expression, a block's its first
+    /// `return`.
+    fn read_body(&mut self, func: Func<'t>) -> Value {
+        if func.body.kind() == "block" {
+            self.visit(func.body);
+            self.funcs.ret.take().unwrap_or_else(Value::unknown)
+        } else {
+            self.eval(func.body)
+        }
+    }
+
+    /// Binds parameters to a call's values (`None`: all unknown). Defaults apply where
+    /// the call gives nothing; `*args` takes the rest of the positional values and
+    /// `**kw` the rest of the keywords.
+    fn bind_params(&mut self, params: Option<Node<'t>>, args: Option<Args>) {
+        let Some(params) = params else { return };
+        let unknown = args.is_none();
+        let mut args = args.unwrap_or(Args {
+            pos: Vec::new(),
+            kw: Vec::new(),
+        });
+        let mut i = 0;
+        for p in named(params) {
+            let (name, default) = match p.kind() {
+                "identifier" => (Some(p), None),
+                "typed_parameter" => (
+                    named(p).into_iter().find(|c| c.kind() == "identifier"),
+                    None,
+                ),
+                "default_parameter" | "typed_default_parameter" => (
+                    p.child_by_field_name("name"),
+                    p.child_by_field_name("value"),
+                ),
+                "list_splat_pattern" => {
+                    let rest = if unknown {
+                        Value::unknown()
+                    } else {
+                        Value::List(args.pos.iter().skip(i).cloned().collect())
+                    };
+                    i = usize::MAX;
+                    if let Some(id) = named(p).first() {
+                        let id = self.t(*id).to_string();
+                        self.scope.set(&id, rest);
+                    }
+                    continue;
+                }
+                "dictionary_splat_pattern" => {
+                    let rest = if unknown {
+                        Value::unknown()
+                    } else {
+                        Value::Obj(std::mem::take(&mut args.kw))
+                    };
+                    if let Some(id) = named(p).first() {
+                        let id = self.t(*id).to_string();
+                        self.scope.set(&id, rest);
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            let Some(name) = name else { continue };
+            let id = self.t(name).to_string();
+            let v = if let Some(k) = args.kw.iter().position(|(k, _)| *k == id) {
+                args.kw.remove(k).1
+            } else if let Some(v) = args.pos.get(i).filter(|_| !unknown) {
+                v.clone()
+            } else if let (false, Some(d)) = (unknown, default) {
+                self.eval(d)
+            } else {
+                Value::unknown()
+            };
+            i = i.saturating_add(1);
+            self.scope.set(&id, v);
+        }
+    }
+
+    /// Bodies no call followed (never called by name, passed as values, past a limit):
+    /// read once with every parameter unknown.
+    fn read_unfollowed(&mut self) {
+        while let Some(func) = self.funcs.next_unread() {
+            let saved = self.scope.clone();
+            self.bind_params(func.params, None);
+            self.read_body(func);
+            self.funcs.ret = None;
+            self.scope = saved;
+        }
+    }
+
     /// A library function or builtin.
-    fn api(&mut self, q: &str, a: &Args, n: Node<'_>) -> Value {
+    fn api(&mut self, q: &str, a: &Args, n: Node<'t>) -> Value {
         let f = &mut *self.f;
         match q {
             "__import__" | "importlib.import_module" | "importlib.__import__" => {
@@ -617,6 +760,11 @@ impl Reader<'_, '_> {
                 None => Value::unknown(),
             },
             "globals" | "locals" | "vars" => Value::Name(String::new()),
+            // `list(args)`: how a helper turns its `*args` into an argv list.
+            "list" | "tuple" => match a.at(0) {
+                v @ Value::List(_) => v,
+                other => Value::Unknown(other.origin()),
+            },
             "exec" | "eval" | "compile" => {
                 f.eval(&a.get("source", 0), Lang::Python, self.depth);
                 Value::unknown()
