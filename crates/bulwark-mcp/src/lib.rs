@@ -32,4 +32,5 @@ pub mod methods;
 pub use bulwark_gate::pinfile;
 pub mod port;
 pub mod remote;
+pub mod roots;
 pub mod stdio;
