@@ -1,6 +1,13 @@
-//! Latency of one guard window on this machine: a 2 KB text, scored end to end
-//! (tokenize, encode, head). Needs the installed model (`BULWARK_GUARD_MODEL_DIR`, or the
-//! test setup's `target/guard-model`); fails loudly without it rather than measuring nothing.
+//! Latency of the guard on this machine, end to end (tokenize, encode, head), on English
+//! text: a 2 KB text (about 420 tokens, two windows) and a 900-byte text (one window).
+//! `score_*` is what the engine's guard stage waits for; `runner_2kb` adds the hand-off to a
+//! worker thread with a deadline (what a `tools/call` waits for when the guard runs).
+//!
+//! Needs the installed model (`BULWARK_GUARD_MODEL_DIR`, or the test setup's
+//! `target/guard-model`); fails loudly without it rather than measuring nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -19,16 +26,18 @@ fn text(bytes: usize) -> String {
 fn bench(c: &mut Criterion) {
     let dir = model_dir();
     let guard = match bulwark_guard::Guard::load(&dir) {
-        Ok(g) => g,
+        Ok(g) => Arc::new(g),
         Err(e) => panic!("guard bench needs the model in {}: {e}", dir.display()),
     };
-    let window = text(2048);
-    let mut g = c.benchmark_group("guard");
-    g.sample_size(30);
-    g.bench_function("score_2kb", |b| b.iter(|| guard.score(&window)));
+    let two_kb = text(2048);
     let one = text(900);
-    g.bench_function("score_one_window_256_tokens", |b| {
-        b.iter(|| guard.score(&one))
+    let runner = bulwark_guard::Runner::start(guard.clone(), 1, 4);
+    let mut g = c.benchmark_group("guard");
+    g.sample_size(20);
+    g.bench_function("score_2kb", |b| b.iter(|| guard.score(&two_kb)));
+    g.bench_function("score_900b_one_window", |b| b.iter(|| guard.score(&one)));
+    g.bench_function("runner_2kb", |b| {
+        b.iter(|| runner.score(&two_kb, Duration::from_secs(10)))
     });
     g.finish();
 }

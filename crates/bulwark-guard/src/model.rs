@@ -164,7 +164,11 @@ impl Encoder {
         let mut layers = Vec::with_capacity(LAYERS);
         for i in 0..LAYERS {
             let p = format!("encoder.layer.{i}");
-            let q = t.linear(&format!("{p}.attention.self.query"), HIDDEN, HIDDEN)?;
+            let mut q = t.linear(&format!("{p}.attention.self.query"), HIDDEN, HIDDEN)?;
+            // Attention's 1/√d folded into Q once, instead of scaling n² scores per head.
+            let scale = 1.0 / (HEAD_DIM as f32).sqrt();
+            q.w *= scale;
+            q.b *= scale;
             let k = t.linear(&format!("{p}.attention.self.key"), HIDDEN, HIDDEN)?;
             let v = t.linear(&format!("{p}.attention.self.value"), HIDDEN, HIDDEN)?;
             // Q, K and V side by side: one product of width 3×384 instead of three.
@@ -195,10 +199,10 @@ impl Encoder {
         })
     }
 
-    /// The sentence embedding of one window of token ids (`[CLS] … [SEP]` included):
-    /// mean of the last hidden states, L2-normalised. Ids must be below the vocabulary
-    /// size and the window at most [`MAX_POSITIONS`] long.
-    pub fn embed(&self, ids: &[u32]) -> Result<Array1<f32>, GuardError> {
+    /// The last hidden states of one window of token ids (`[CLS] … [SEP]` included), one
+    /// row per token. Ids must be below the vocabulary size and the window at most
+    /// [`MAX_POSITIONS`] long.
+    pub fn hidden(&self, ids: &[u32]) -> Result<Array2<f32>, GuardError> {
         let n = ids.len();
         if n == 0 || n > MAX_POSITIONS {
             return Err(GuardError::Input(format!("window of {n} tokens")));
@@ -217,10 +221,12 @@ impl Encoder {
             row += &self.token_type0;
         }
         layer_norm(&mut x, &self.ln);
-        let scale = 1.0 / (HEAD_DIM as f32).sqrt();
+        // Buffers reused by every head of every layer.
+        let mut ctx = Array2::<f32>::zeros((n, HIDDEN));
+        let mut scores = Array2::<f32>::zeros((n, n));
         for layer in &self.layers {
+            // Q's columns come pre-scaled by 1/√d (see `from_safetensors`).
             let qkv = affine(&x, &layer.qkv);
-            let mut ctx = Array2::<f32>::zeros((n, HIDDEN));
             for h in 0..HEADS {
                 // `s![]` expands to unsafe code, which the workspace forbids: slice by axis.
                 let cols =
@@ -228,18 +234,23 @@ impl Encoder {
                 let q = qkv.slice_axis(Axis(1), cols(0));
                 let k = qkv.slice_axis(Axis(1), cols(HIDDEN));
                 let v = qkv.slice_axis(Axis(1), cols(2 * HIDDEN));
-                let mut scores = q.dot(&k.t());
+                ndarray::linalg::general_mat_mul(1.0, &q, &k.t(), 0.0, &mut scores);
+                let mut sums = Vec::with_capacity(n);
                 for mut row in scores.rows_mut() {
                     let max = row.fold(f32::NEG_INFINITY, |m, &v| m.max(v));
                     let mut sum = 0.0;
-                    row.mapv_inplace(|v| {
-                        let e = ((v - max) * scale).exp();
-                        sum += e;
-                        e
-                    });
+                    for v in row.iter_mut() {
+                        *v = exp(*v - max);
+                        sum += *v;
+                    }
+                    sums.push(sum);
+                }
+                let mut out = ctx.slice_axis_mut(Axis(1), cols(0));
+                ndarray::linalg::general_mat_mul(1.0, &scores, &v, 0.0, &mut out);
+                // Normalise the n×32 context instead of the n×n probabilities.
+                for (mut row, sum) in out.rows_mut().into_iter().zip(sums) {
                     row /= sum;
                 }
-                ctx.slice_axis_mut(Axis(1), cols(0)).assign(&scores.dot(&v));
             }
             let mut attn = affine(&ctx, &layer.attn_out);
             attn += &x;
@@ -251,13 +262,25 @@ impl Encoder {
             layer_norm(&mut out, &layer.ln2);
             x = out;
         }
-        let mut mean = x
+        Ok(x)
+    }
+
+    /// The sentence embedding of one window of token ids (`[CLS] … [SEP]` included):
+    /// mean of the last hidden states, L2-normalised, as sentence-transformers computes it.
+    pub fn embed(&self, ids: &[u32]) -> Result<Array1<f32>, GuardError> {
+        let x = self.hidden(ids)?;
+        let mean = x
             .mean_axis(Axis(0))
             .unwrap_or_else(|| Array1::zeros(HIDDEN));
-        let norm = mean.dot(&mean).sqrt().max(1e-12);
-        mean /= norm;
-        Ok(mean)
+        Ok(normalised(mean))
     }
+}
+
+/// `v / ‖v‖` (a zero vector stays zero).
+pub(crate) fn normalised(mut v: Array1<f32>) -> Array1<f32> {
+    let norm = v.dot(&v).sqrt().max(1e-12);
+    v /= norm;
+    v
 }
 
 fn affine(x: &Array2<f32>, l: &Linear) -> Array2<f32> {
@@ -278,23 +301,44 @@ fn layer_norm(x: &mut Array2<f32>, ln: &LayerNorm) {
     }
 }
 
-/// BERT's exact GELU, `x·Φ(x)`, with `erf` from Abramowitz–Stegun 7.1.26 in f64
-/// (absolute error below 1.5e-7, under f32 rounding of the activations).
+/// BERT's exact GELU, `x·Φ(x)`, with `erf` from Abramowitz–Stegun 7.1.26 (absolute error
+/// below 1.5e-7) in f32 on [`exp`], so the loop over the 256×1536 activations of a layer
+/// vectorises instead of calling libm's f64 `exp` a few hundred thousand times.
 fn gelu(x: f32) -> f32 {
-    let x64 = f64::from(x);
-    (0.5 * x64 * (1.0 + erf(x64 / std::f64::consts::SQRT_2))) as f32
+    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
-fn erf(x: f64) -> f64 {
-    let sign = if x < 0.0 { -1.0 } else { 1.0 };
-    let x = x.abs();
-    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+fn erf(x: f32) -> f32 {
+    let a = x.abs();
+    let t = 1.0 / (1.0 + 0.327_591_1 * a);
     let y = 1.0
-        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
-            + 0.254_829_592)
+        - (((((1.061_405_4 * t - 1.453_152) * t) + 1.421_413_8) * t - 0.284_496_74) * t
+            + 0.254_829_6)
             * t
-            * (-x * x).exp();
-    sign * y
+            * exp(-a * a);
+    y.copysign(x)
+}
+
+/// `eˣ` in f32 without libm, written so LLVM vectorises the loops that call it: `x = n·ln2
+/// + r` with `|r| ≤ ln2/2`, a degree-6 Taylor polynomial for `eʳ` (relative error below
+/// 2e-7, under f32's own rounding of the activations), and `2ⁿ` built in the exponent bits.
+/// Inputs below −87 give 0 (softmax and GELU only need `exp` of non-positive numbers there).
+pub(crate) fn exp(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    // Adding and subtracting 1.5·2²³ rounds to the nearest integer with plain SSE2 adds.
+    const ROUND: f32 = 12_582_912.0;
+    let x = x.clamp(-87.0, 88.0);
+    let n = (x * LOG2E + ROUND) - ROUND;
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    // `n` is an integer in [-126, 127] after the clamp, so the exponent field is in range.
+    let bits = ((n as i32 + 127) as u32) << 23;
+    p * f32::from_bits(bits)
 }
 
 /// Dot product of a head's weights with an embedding.

@@ -141,6 +141,9 @@ pub fn init(args: &InitArgs) -> Result<ExitCode> {
             args.path.display()
         );
     }
+    if args.from_server {
+        return crate::tools::init_from_server(args);
+    }
     std::fs::write(&args.path, bulwark_policy::DEFAULT_POLICY)
         .with_context(|| format!("cannot write {}", args.path.display()))?;
     println!(

@@ -186,7 +186,8 @@ pub struct HttpFront {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     id_key: [u8; 32],
     counter: AtomicU64,
-    log: Box<dyn Fn(&str) + Send + Sync>,
+    /// Shared with the native path's exchanges, which log re-issues.
+    log: crate::remote::Log,
     /// The upstream session stateless (2026-07-28) requests are wrapped in.
     /// The upstream sessions stateless (2026-07-28) requests are wrapped in, one per
     /// identity, so one caller's taint is never another's.
@@ -224,7 +225,7 @@ impl HttpFront {
             sessions: Mutex::new(HashMap::new()),
             id_key: bulwark_audit::keys::random32()?,
             counter: AtomicU64::new(0),
-            log,
+            log: Arc::from(log),
             stateless: Mutex::new(HashMap::new()),
             upstream_ids: AtomicU64::new(0),
             native: native::Native::default(),
