@@ -539,12 +539,21 @@ pub fn infer(name: &str, def: &Definition) -> Inference {
         let verb = format!("{word:?} ({from} verb)");
         match act {
             Act::Read | Act::Fetch => {
-                if *act == Act::Fetch || has(Obj::Web).is_some() || url_param.is_some() {
+                // The network is a capability only where the agent picks the address (a
+                // URL parameter); a tool that reads the web through its own provider (a
+                // search, "browse attractions") reaches no address the agent chose, and
+                // what it returns is still written by anyone.
+                if let Some(p) = url_param {
+                    out.add(
+                        &[C::NetEgress],
+                        &[T::UntrustedInput],
+                        format!("{verb} + parameter {p:?}"),
+                    );
+                } else if *act == Act::Fetch || has(Obj::Web).is_some() {
                     let why = has(Obj::Web)
-                        .map(|w| format!("{verb} + {w:?} (web)"))
-                        .or_else(|| url_param.map(|p| format!("{verb} + parameter {p:?}")))
-                        .unwrap_or(verb.clone());
-                    out.add(&[C::NetEgress], &[T::UntrustedInput], why);
+                        .map(|w| format!("{verb} + {w:?} (web, through the tool's own provider)"))
+                        .unwrap_or(format!("{verb} (web, through the tool's own provider)"));
+                    out.add(&[], &[T::UntrustedInput], why);
                 }
                 if let Some(w) = has(Obj::Inbox) {
                     out.add(
@@ -649,9 +658,7 @@ pub fn infer(name: &str, def: &Definition) -> Inference {
             }
             Act::Publish => {
                 out.add(&[C::ExecIrreversible], &[], format!("{verb} (publishes)"));
-                if let Some(w) = has(Obj::Web) {
-                    out.add(&[C::NetEgress], &[], format!("{verb} + {w:?} (web)"));
-                } else if let Some(p) = url_param {
+                if let Some(p) = url_param {
                     out.add(&[C::NetEgress], &[], format!("{verb} + parameter {p:?}"));
                 } else {
                     out.add(&[C::MsgSend], &[], format!("{verb} (reaches readers)"));
@@ -1031,7 +1038,22 @@ mod tests {
         let d = def("Returns the content of the page at a URL.", &["url"]);
         assert_eq!(caps("fetch", &d), ["net.egress"]);
         assert_eq!(taint("fetch", &d), ["untrusted-input"]);
-        assert_eq!(caps("browse", &Definition::default()), ["net.egress"]);
+    }
+
+    #[test]
+    fn the_web_through_a_provider_is_untrusted_but_no_egress() {
+        // No address the agent picks: a search or a browse through the tool's own provider.
+        for (name, d) in [
+            ("browse", Definition::default()),
+            ("search_web", def("Searches the web.", &["query"])),
+            (
+                "find_attractions",
+                def("Browse attractions in a city.", &["city"]),
+            ),
+        ] {
+            assert!(caps(name, &d).is_empty(), "{name}");
+            assert_eq!(taint(name, &d), ["untrusted-input"], "{name}");
+        }
     }
 
     #[test]

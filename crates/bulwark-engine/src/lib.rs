@@ -37,6 +37,7 @@ pub mod infer;
 pub mod line;
 pub mod pins;
 pub mod pipeline;
+pub mod provenance;
 pub mod scanner;
 pub mod schema_check;
 pub mod session;
@@ -44,6 +45,7 @@ pub mod stages;
 pub mod state;
 pub mod time;
 pub mod token;
+pub mod toolset;
 pub mod verdict_cache;
 
 use std::sync::Arc;

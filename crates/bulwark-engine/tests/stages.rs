@@ -203,6 +203,53 @@ fn approved_endpoints_make_egress_approved() {
     assert_eq!(d.capabilities.names(), vec!["net.egress"]);
 }
 
+fn with_definition(session: &str, tool: &str, args: serde_json::Value, description: &str) -> Call {
+    let mut c = Call::request(session, tool, args);
+    c.definition = Some(Definition {
+        description: description.into(),
+        input_schema: json!({"type": "object"}),
+        annotations: json!(null),
+    });
+    c
+}
+
+#[test]
+fn a_catalogue_read_whose_words_say_others_wrote_it_taints() {
+    // AgentDojo's `read_file` carries the name of a coding agent's file read; its words say
+    // it returns a file's contents, which someone else may have written (a bill).
+    let read = |s: &str| {
+        with_definition(
+            s,
+            "read_file",
+            json!({"file_path": "bill-december-2023.txt"}),
+            "Reads the contents of the file at the given path.",
+        )
+    };
+    let pay = |s: &str| {
+        with_definition(
+            s,
+            "send_money",
+            json!({"recipient": "GB29NWBK60161331926819", "amount": 98.7}),
+            "Sends a transaction to the recipient.",
+        )
+    };
+    let mut h = Harness::default_policy();
+    assert!(h.eval(&read("s")).is_allowed());
+    assert_eq!(
+        h.eval(&pay("s")).reason_code,
+        Some(ReasonCode::TaintRevoked)
+    );
+    // Only untrusted input is added: a file is a secret by its path, not by being read, so
+    // egress stays open after an ordinary file.
+    let fetch = Call::request("s", "fetch", json!({"url": "https://example.com/"}));
+    assert!(h.eval(&fetch).is_allowed());
+    // Without a definition the catalogue's answer stands (a hook sees no definitions).
+    let mut c = read("t");
+    c.definition = None;
+    assert!(h.eval(&c).is_allowed());
+    assert!(h.eval(&pay("t")).is_allowed());
+}
+
 // ---- rate -------------------------------------------------------------------------------
 
 #[test]

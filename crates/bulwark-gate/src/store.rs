@@ -95,6 +95,38 @@ pub trait Store: Send + Sync {
     /// Replaces one server's pins with stored ones.
     fn import_pins(&self, server: Option<&str>, records: &[PinRecord]) -> Result<(), StoreError>;
 
+    /// Takes in pins kept outside the store (a replica's pin file) without undoing what
+    /// the store knows: a tool the store has no pin for gets the file's (quarantine
+    /// included); a tool it has one for keeps it. So on a store other replicas share, a
+    /// stale file can add pins and quarantines but never lift one; a person's accept goes
+    /// through [`Store::accept_pins`]. The in-process store has no other replica: the file
+    /// replaces its pins, as [`Store::import_pins`] does.
+    fn merge_pins(&self, server: Option<&str>, records: &[PinRecord]) -> Result<(), StoreError> {
+        self.import_pins(server, records)
+    }
+
+    /// A person accepted these pins (`bulwark pins accept`): each is set as given and its
+    /// quarantine lifted; the server's other pins stay as they are.
+    fn accept_pins(&self, server: Option<&str>, records: &[PinRecord]) -> Result<(), StoreError> {
+        let mut all = self.export_pins(server)?;
+        for r in records {
+            let accepted = PinRecord {
+                withheld: None,
+                reason: None,
+                offered: None,
+                ..r.clone()
+            };
+            match all
+                .iter_mut()
+                .find(|p| p.tool.eq_ignore_ascii_case(&r.tool))
+            {
+                Some(p) => *p = accepted,
+                None => all.push(accepted),
+            }
+        }
+        self.import_pins(server, &all)
+    }
+
     /// One server's pins, for storing.
     fn export_pins(&self, server: Option<&str>) -> Result<Vec<PinRecord>, StoreError>;
 
@@ -110,6 +142,27 @@ pub trait Store: Send + Sync {
 
     /// Whether a token was used already (or cannot be remembered, which reads as used).
     fn token_used(&self, token: &str) -> bool;
+
+    /// Keeps a front's record `value` under (`kind`, `id`) for `ttl_ms`, where every
+    /// replica on this store can read it back (an MCP session's registration, so another
+    /// replica can take the session over). The in-process store keeps nothing: there is no
+    /// other replica to read it.
+    fn put_record(&self, kind: &str, id: &str, value: &str, ttl_ms: u64) -> Result<(), StoreError> {
+        let _ = (kind, id, value, ttl_ms);
+        Ok(())
+    }
+
+    /// The record [`Store::put_record`] kept under (`kind`, `id`), if it has not expired.
+    fn record(&self, kind: &str, id: &str) -> Result<Option<String>, StoreError> {
+        let _ = (kind, id);
+        Ok(None)
+    }
+
+    /// Forgets the record under (`kind`, `id`).
+    fn remove_record(&self, kind: &str, id: &str) -> Result<(), StoreError> {
+        let _ = (kind, id);
+        Ok(())
+    }
 
     /// Whether other processes share this store. A shared store's time stamps are compared
     /// across processes, so a gate on it reads the wall clock ([`crate::Clock::wall`])

@@ -22,29 +22,13 @@ pub fn definitions(body: &Value) -> HashMap<String, Definition> {
     let Some(tools) = body.get("tools").and_then(Value::as_array) else {
         return out;
     };
-    for t in tools.iter().take(MAX_TOOLS) {
-        let f = t.get("function").filter(|f| f.is_object()).unwrap_or(t);
-        let Some(name) = f.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        let schema = f
-            .get("parameters")
-            .or_else(|| f.get("input_schema"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        let description = f
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if description.is_empty() && schema.is_null() {
-            continue;
-        }
-        let annotations = f.get("annotations").cloned().unwrap_or(Value::Null);
-        out.entry(name.to_string()).or_insert_with(|| Definition {
-            description: description.to_string(),
-            input_schema: schema,
-            annotations,
-        });
+    // One entry reader for every front (`bulwark_engine::toolset::entry`).
+    for (name, def) in tools
+        .iter()
+        .take(MAX_TOOLS)
+        .filter_map(bulwark_engine::toolset::entry)
+    {
+        out.entry(name).or_insert(def);
     }
     out
 }

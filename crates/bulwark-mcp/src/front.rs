@@ -452,6 +452,10 @@ impl Front {
                 Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),
             )
             .map_err(|e| FrontError::Setup(format!("cannot draw session-id keys: {e}")))?;
+            if gate.store().shared() {
+                // Replicas on one store serve each other's sessions (docs/scale-out.md).
+                front.share_sessions(Arc::clone(&gate) as Arc<dyn crate::http::handoff::Registry>);
+            }
             Shape::Http(front, addr)
         } else if aggregated {
             let names: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();

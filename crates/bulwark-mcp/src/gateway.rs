@@ -39,6 +39,7 @@ use crate::hold::{self, Held};
 use crate::jsonrpc::{self, Kind};
 use crate::methods::{self, Sent};
 use crate::pinfile::PinFile;
+use crate::roots;
 
 /// The name under which a server's `instructions` are pinned: not a valid MCP tool name,
 /// so no tool can collide with it.
@@ -190,6 +191,9 @@ pub struct Gateway {
 /// Server requests waiting for the client's answer at once, at most.
 pub const MAX_ASKED: usize = 256;
 
+/// The rule id of a client's root withheld from the server ([`roots`]).
+pub const ROOT_RULE: &str = "mcp.root_holds_secrets";
+
 /// Most definitions remembered for inference; past it, new tools are judged without one.
 const MAX_DEFINITIONS: usize = 4096;
 
@@ -229,10 +233,13 @@ impl Gateway {
 
     fn import_pins(&self, records: &[bulwark_engine::pins::PinRecord]) {
         // The in-process store cannot fail; a shared one that does leaves the pins it had.
+        // Merged, not replaced: on a store other replicas share, this replica's file may be
+        // older than what they saw, and a file must never lift their quarantines (only an
+        // accept of exactly the offered definition does; see `Store::merge_pins`).
         if let Err(e) = self
             .gate
             .store()
-            .import_pins(Some(&self.config.server), records)
+            .merge_pins(Some(&self.config.server), records)
         {
             (self.log)(&format!("cannot take in the pins: {e}"));
         }
@@ -1138,13 +1145,20 @@ impl Gateway {
         vec![Out::Client(msg)]
     }
 
-    /// The client's roots, on their way to the server: the names and URIs of the user's
-    /// folders, read like any text leaving the client (a credential in a name is masked);
+    /// The client's roots, on their way to the server. A root that holds a credential
+    /// store (`~/.ssh`, a home directory, `/etc`, `/`; [`roots`]) is withheld and the
+    /// withholding audited: offering a folder invites reading it. The names and URIs of the
+    /// rest are read like any text leaving the client (a credential in a name is masked);
     /// refused, the server gets an error instead of the list.
     fn roots_answer(&self, mut msg: Value, id: Value, now_ms: u64) -> Vec<Out> {
-        let Some(result) = msg.get("result").cloned() else {
+        let Some(mut result) = msg.get("result").cloned() else {
             return vec![Out::Server(msg)];
         };
+        let withheld = roots::withhold(&mut result);
+        if !withheld.is_empty() {
+            self.record_withheld_roots(&withheld, &result);
+            msg["result"] = result.clone();
+        }
         let mut call = self.call("roots/list", Direction::Response);
         call.result = Some(result);
         let d = self.decide(&call, now_ms);
@@ -1164,6 +1178,42 @@ impl Gateway {
                 ))]
             }
         }
+    }
+
+    /// Audits the roots [`Gateway::roots_answer`] withheld: one decision for the answer,
+    /// a finding per root.
+    fn record_withheld_roots(&self, withheld: &[String], kept: &Value) {
+        let list = withheld.join(", ");
+        let mut d = self.gate.invalid(&format!(
+            "The client's roots {list} hold credential or secret stores; the server is not offered them."
+        ));
+        // The answer goes on without them: partly withheld, as a masked result is partly.
+        d.decision = Verdict::Mask;
+        d.masked = Some(kept.clone());
+        d.reason_code = Some(bulwark_engine::ReasonCode::Rule);
+        d.rule_id = Some(ROOT_RULE.into());
+        d.tool = "roots/list".into();
+        d.safer_alternative = Some(
+            "Offer the server the project folder it works in, not a home directory, /etc or a key store."
+                .into(),
+        );
+        d.findings = withheld
+            .iter()
+            .map(|u| {
+                let mut f = bulwark_engine::Finding::new(ROOT_RULE, "path");
+                f.pointer = Some(u.clone());
+                f.severity = Some(bulwark_engine::Severity::High);
+                f
+            })
+            .collect();
+        let mut call = self.call("roots/list", Direction::Response);
+        call.result = Some(json!({"withheld": withheld}));
+        if let Err(e) = self.gate.record(&call, &d) {
+            (self.log)(&e.to_string());
+        }
+        (self.log)(&format!(
+            "withheld the client's roots {list} from the server: they hold credential or secret stores"
+        ));
     }
 
     /// A log line or a progress message: text the client shows its user, and may hand its
@@ -2011,6 +2061,37 @@ mod tests {
         );
         let again = json!({"jsonrpc":"2.0","id":"again","method":"roots/list"});
         assert!(matches!(&server(&g, again)[..], [Out::Client(_)]));
+    }
+
+    #[test]
+    fn roots_that_hold_credential_stores_never_reach_the_server() {
+        let g = gateway(Policy::builtin().unwrap(), 8);
+        let ask = json!({"jsonrpc":"2.0","id":"r1","method":"roots/list"});
+        assert_eq!(server(&g, ask.clone()), vec![Out::Client(ask)]);
+        let roots = json!({"jsonrpc":"2.0","id":"r1","result":{"roots":[
+            {"uri":"file:///work/app","name":"app"},
+            {"uri":"file:///root/.ssh","name":"keys"},
+            {"uri":"file:///etc","name":"system"}]}});
+        let outs = client(&g, roots);
+        let [Out::Server(v)] = &outs[..] else {
+            panic!("{outs:?}")
+        };
+        assert_eq!(
+            v["result"]["roots"],
+            json!([{"uri":"file:///work/app","name":"app"}]),
+            "{v}"
+        );
+        // Every root withheld: the server gets an empty list, not an error.
+        let ask = json!({"jsonrpc":"2.0","id":"r2","method":"roots/list"});
+        server(&g, ask);
+        let outs = client(
+            &g,
+            json!({"jsonrpc":"2.0","id":"r2","result":{"roots":[{"uri":"file:///"}]}}),
+        );
+        let [Out::Server(v)] = &outs[..] else {
+            panic!("{outs:?}")
+        };
+        assert_eq!(v["result"]["roots"], json!([]), "{v}");
     }
 
     fn as_caller(id: u64, who: &str) -> Value {

@@ -25,10 +25,12 @@ pub mod gateway;
 pub mod hold;
 pub mod http;
 pub mod jsonrpc;
+pub mod listing;
 mod locks;
 pub mod methods;
 /// Pins on disk, kept by the gate ([`bulwark_gate::pinfile`]).
 pub use bulwark_gate::pinfile;
 pub mod port;
 pub mod remote;
+pub mod roots;
 pub mod stdio;

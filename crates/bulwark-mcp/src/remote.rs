@@ -307,12 +307,32 @@ impl Remote {
     }
 }
 
+/// Times a 2026-07-28 request whose answer stream broke is sent again before it fails.
+/// The revision has no resumption (SEP-2575 removed `Last-Event-ID`, event ids and the GET
+/// stream): "a broken response stream loses the in-flight request; clients MUST re-issue
+/// it as a new request with a new request ID".
+pub const MAX_REISSUES: usize = 3;
+
+/// A log line's sink.
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// The answer to one stateless (2026-07-28) exchange: the messages of its JSON body or SSE
 /// stream, read as they come. Dropping it closes the response stream, which is how a
 /// 2026-07-28 client cancels.
+///
+/// An answer stream that ends (or whose connection fails) before the request's answer is a
+/// broken stream: the request is sent again, unchanged but for a new id, after the wait the
+/// server's `retry` field asked for (at most [`MAX_RETRY_WAIT`]), at most [`MAX_REISSUES`]
+/// times; the answer to the new id comes back under the first one, so the caller sees one
+/// request. It is the message already decided, delivered again — not a new call. Never
+/// resumed with GET and `Last-Event-ID`: the revision has neither. An event over the size
+/// limit, a read timeout and a JSON answer end the exchange as they are (the same event
+/// would come again; the server is slow, not gone; JSON has no stream to break).
 pub struct Exchange {
     status: StatusCode,
     body: ExchangeBody,
+    /// What sending the request again needs; `None` for a message nobody answers.
+    again: Option<Again>,
 }
 
 enum ExchangeBody {
@@ -324,8 +344,40 @@ enum ExchangeBody {
     },
 }
 
+/// A request as first sent, for re-issuing it.
+struct Again {
+    remote: Remote,
+    msg: Value,
+    headers: HeaderList,
+    /// The id the caller knows the request by.
+    id: Value,
+    /// The id of the attempt being read.
+    current: Value,
+    /// Re-issues so far.
+    sent: usize,
+    answered: bool,
+    log: Option<Log>,
+}
+
+impl Again {
+    fn say(&self, what: &str) {
+        if let Some(log) = &self.log {
+            log(what);
+        }
+    }
+}
+
+/// How the read of an exchange's body ended.
+enum Ended {
+    /// The stream ended or its connection failed: the request is lost, and may go again.
+    Broken { retry_ms: Option<u64> },
+    /// Read to its end as it should be, or given up for a reason a new request would meet
+    /// again (an oversized event, a read timeout, not JSON).
+    Done,
+}
+
 impl Exchange {
-    /// The upstream's HTTP status.
+    /// The upstream's HTTP status (of the last attempt, when the request went again).
     pub fn status(&self) -> u16 {
         self.status.as_u16()
     }
@@ -335,20 +387,66 @@ impl Exchange {
         matches!(self.body, ExchangeBody::Events { .. })
     }
 
+    /// Where to log re-issues.
+    #[must_use]
+    pub fn logging(mut self, log: Log) -> Exchange {
+        if let Some(a) = &mut self.again {
+            a.log = Some(log);
+        }
+        self
+    }
+
+    /// Times the request went again after its stream broke.
+    pub fn reissues(&self) -> usize {
+        self.again.as_ref().map_or(0, |a| a.sent)
+    }
+
     /// The next message, or `None` at the end of the answer.
     pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            match self.read().await {
+                Ok(mut v) => {
+                    if let Some(a) = &mut self.again
+                        && v.get("id") == Some(&a.current)
+                        && matches!(jsonrpc::classify(&v), Ok(Kind::Response { .. }))
+                    {
+                        a.answered = true;
+                        v["id"] = a.id.clone();
+                    }
+                    return Some(v);
+                }
+                Err(Ended::Done) => return None,
+                Err(Ended::Broken { retry_ms }) => {
+                    if !self.reissue(retry_ms).await {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next message of the body being read, or how it ended.
+    async fn read(&mut self) -> Result<Value, Ended> {
         match &mut self.body {
-            ExchangeBody::Json(resp) => read_limited(resp.take()?).await,
+            ExchangeBody::Json(resp) => {
+                let body = resp.take().ok_or(Ended::Done)?;
+                read_limited(body).await.ok_or(Ended::Done)
+            }
             ExchangeBody::Events {
                 body,
                 events,
                 ready,
             } => loop {
                 if let Some(v) = ready.pop_front() {
-                    return Some(v);
+                    return Ok(v);
                 }
-                let Ok(chunk) = body.chunk().await? else {
-                    return None;
+                let broken = Ended::Broken {
+                    retry_ms: events.retry_ms,
+                };
+                let chunk = match body.chunk().await {
+                    None | Some(Err(ClientError::Http(_))) => return Err(broken),
+                    Some(Err(_)) => return Err(Ended::Done),
+                    Some(Ok(c)) => c,
                 };
                 for (_, data) in events.feed(&chunk) {
                     if let Ok(v) = serde_json::from_str::<Value>(&data) {
@@ -356,10 +454,60 @@ impl Exchange {
                     }
                 }
                 if events.overflowed {
-                    return None;
+                    return Err(Ended::Done);
                 }
             },
         }
+    }
+
+    /// Sends the request again after its stream broke, when it is still unanswered and may
+    /// go again; whether there is a new answer to read.
+    async fn reissue(&mut self, retry_ms: Option<u64>) -> bool {
+        let Some(a) = &mut self.again else {
+            return false;
+        };
+        if a.answered {
+            return false;
+        }
+        loop {
+            if a.sent >= MAX_REISSUES {
+                a.say(&format!(
+                    "the upstream broke the answer stream of request {} {} times; it is not sent again",
+                    a.id,
+                    a.sent + 1
+                ));
+                return false;
+            }
+            let wait = retry_ms
+                .map_or(DEFAULT_RETRY_WAIT, Duration::from_millis)
+                .min(MAX_RETRY_WAIT);
+            tokio::time::sleep(wait).await;
+            a.sent += 1;
+            a.current = reissued_id(&a.id, a.sent);
+            a.say(&format!(
+                "the upstream's answer stream for request {} broke before the answer; sent again as {} (2026-07-28 has no resumption)",
+                a.id, a.current
+            ));
+            let mut msg = a.msg.clone();
+            msg["id"] = a.current.clone();
+            match a.remote.post_stateless(&msg, a.headers.clone()).await {
+                Ok((status, body)) => {
+                    self.status = status;
+                    self.body = body;
+                    return true;
+                }
+                Err(why) => a.say(&format!("sending request {} again: {why}", a.id)),
+            }
+        }
+    }
+}
+
+/// The id of the `n`th re-issue of the request with `id`: new, and telling of where it
+/// came from.
+fn reissued_id(id: &Value, n: usize) -> Value {
+    match id {
+        Value::String(s) => Value::String(format!("{s}~{n}")),
+        other => Value::String(format!("{other}~{n}")),
     }
 }
 
@@ -367,6 +515,35 @@ impl Remote {
     /// Sends one stateless (2026-07-28) message with `headers` (the protocol's mirrors and
     /// any `Mcp-Param-*`), and returns its answer as it arrives.
     pub async fn exchange(&self, msg: &Value, headers: HeaderList) -> Result<Exchange, String> {
+        let (status, body) = self.post_stateless(msg, headers.clone()).await?;
+        // Kept to send again (bounded by MAX_FRAME, as every message): a request whose
+        // stream breaks is lost, and only its sender can send it again.
+        let again = match jsonrpc::classify(msg) {
+            Ok(Kind::Request { id, .. }) => Some(Again {
+                remote: self.clone(),
+                msg: msg.clone(),
+                headers,
+                current: id.clone(),
+                id,
+                sent: 0,
+                answered: false,
+                log: None,
+            }),
+            _ => None,
+        };
+        Ok(Exchange {
+            status,
+            body,
+            again,
+        })
+    }
+
+    /// One stateless POST: its status and its body, JSON or events.
+    async fn post_stateless(
+        &self,
+        msg: &Value,
+        headers: HeaderList,
+    ) -> Result<(StatusCode, ExchangeBody), String> {
         let mut list = Vec::with_capacity(headers.len() + 2);
         list.push((ACCEPT, JSON_OR_EVENTS));
         list.push((CONTENT_TYPE, JSON));
@@ -391,7 +568,7 @@ impl Remote {
         } else {
             ExchangeBody::Json(Some(resp.body))
         };
-        Ok(Exchange { status, body })
+        Ok((status, body))
     }
 }
 

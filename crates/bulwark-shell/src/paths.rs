@@ -148,40 +148,82 @@ pub fn is_sensitive(path: &str) -> bool {
     {
         return true;
     }
-    const DIRS: &[&str] = &[
-        "~/.ssh/",
-        "~/.aws/",
-        "~/.gnupg/",
-        "~/.kube/",
-        "~/.azure/",
-        "~/.config/gcloud/",
-        "~/.docker/config.json",
-        "~/.config/gh/hosts.yml",
-        "~/.mozilla/",
-        "~/.config/google-chrome/",
-        "~/.config/chromium/",
-        "~/Library/Keychains/",
-        "~/.password-store/",
-        "~/.oci/",
-        "/etc/shadow",
-        "/etc/gshadow",
-        "/etc/master.passwd",
-        "/etc/security/opasswd",
-        "/etc/sudoers",
-        "/etc/ssh/ssh_host_",
-        "/root/.ssh/",
-        "/var/run/secrets/",
-        "/run/secrets/",
-    ];
     let homed = home_relative(p);
     if homed.starts_with("~/.ssh/") && (lower.ends_with(".pub") || lower.starts_with("known_hosts"))
     {
         return false;
     }
-    DIRS.iter().any(|d| {
+    SENSITIVE_DIRS.iter().any(|d| {
         let d_trim = d.trim_end_matches('/');
         homed.starts_with(d) || homed == d_trim || p.starts_with(d) || p == d_trim
     }) || p.starts_with("/proc/") && (p.ends_with("/mem") || p.ends_with("/environ"))
+}
+
+/// Credential and secret stores named by where they are: everything under each (or the
+/// file itself).
+const SENSITIVE_DIRS: &[&str] = &[
+    "~/.ssh/",
+    "~/.aws/",
+    "~/.gnupg/",
+    "~/.kube/",
+    "~/.azure/",
+    "~/.config/gcloud/",
+    "~/.docker/config.json",
+    "~/.config/gh/hosts.yml",
+    "~/.mozilla/",
+    "~/.config/google-chrome/",
+    "~/.config/chromium/",
+    "~/Library/Keychains/",
+    "~/.password-store/",
+    "~/.oci/",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/master.passwd",
+    "/etc/security/opasswd",
+    "/etc/sudoers",
+    "/etc/ssh/ssh_host_",
+    "/root/.ssh/",
+    "/var/run/secrets/",
+    "/run/secrets/",
+];
+
+/// Whether a directory holds a credential or secret store: it is one or lies inside one
+/// ([`is_sensitive`]), or one lies inside it — a home directory (its owner's `~/.ssh`),
+/// a parent of home directories (`/home`, `/`), `/etc` (`/etc/shadow`), `~/.config`
+/// (`~/.config/gcloud`), `/proc`. For a folder offered to be worked in (an MCP client's
+/// roots): offering one of these offers its keys. Compared without regard to case, as the
+/// file systems of macOS and Windows compare names.
+///
+/// ```
+/// use bulwark_shell::paths::holds_sensitive;
+/// assert!(holds_sensitive("/root/.ssh"));
+/// assert!(holds_sensitive("/home/bob"));
+/// assert!(holds_sensitive("/etc"));
+/// assert!(!holds_sensitive("/home/bob/projects/app"));
+/// ```
+pub fn holds_sensitive(dir: &str) -> bool {
+    let d = normalize(dir);
+    if is_sensitive(&d) {
+        return true;
+    }
+    let mut forms = vec![
+        d.to_ascii_lowercase(),
+        home_relative(&d).to_ascii_lowercase(),
+    ];
+    forms.push(home_relative(&forms[0]));
+    // `a` is `p` or one of its parents.
+    let holds = |a: &str, p: &str| {
+        a == "/" || a == p || p.strip_prefix(a).is_some_and(|rest| rest.starts_with('/'))
+    };
+    let homes = ["/home", "/users", "/root", "~", "/proc"];
+    let own = own_home().map(str::to_ascii_lowercase);
+    forms.iter().any(|f| {
+        SENSITIVE_DIRS.iter().any(|s| {
+            let s = s.trim_end_matches('/').to_ascii_lowercase();
+            holds(f, &s) || holds(&s, f)
+        }) || homes.iter().any(|h| holds(f, h))
+            || own.as_deref().is_some_and(|h| holds(f, h))
+    })
 }
 
 /// `/home/alice/.ssh/x` and `/root/.ssh/x` read as `~/.ssh/x`, and so does a path under the
@@ -297,6 +339,41 @@ mod tests {
             ("+main", "+main"),
         ] {
             assert_eq!(normalize(a), b, "{a}");
+        }
+    }
+
+    #[test]
+    fn folders_that_hold_credential_stores() {
+        for p in [
+            "/",
+            "/root/.ssh",
+            "~/.ssh",
+            "~/.aws/",
+            "/home/bob",
+            "/home/bob/.SSH",
+            "/home",
+            "/Users",
+            "/Users/Bob/.aws",
+            "/etc",
+            "/etc/ssh",
+            "/var",
+            "/run",
+            "~/.config",
+            "~/Library",
+            "/proc",
+            "/home/bob/work/../.gnupg",
+        ] {
+            assert!(holds_sensitive(p), "{p}");
+        }
+        for p in [
+            "/work/app",
+            "/home/bob/projects/app",
+            "~/src/bulwark",
+            "/tmp/scratch",
+            "/srv/www",
+            "/etc-backup",
+        ] {
+            assert!(!holds_sensitive(p), "{p}");
         }
     }
 

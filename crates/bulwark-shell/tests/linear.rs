@@ -41,6 +41,27 @@ fn eight_times_the_input_is_not_sixty_four_times_the_time() {
         ("brackets", |n| {
             format!("[[ {} ]]", "a == b && ".repeat(n / 10) + "c")
         }),
+        // Inline code: one parse of the program, however long.
+        ("python", |n| {
+            format!(
+                "python3 - <<'EOF'\n{}EOF\n",
+                "x = os.path.join('a', 'b')\nprint(x, d)\n".repeat(n / 40)
+            )
+        }),
+        // Calls to the program's own function: followed up to the call limit, the rest
+        // read once with unknown arguments, never once per call.
+        ("python calls", |n| {
+            format!(
+                "python3 - <<'EOF'\nimport os\ndef f(c):\n    os.system(c)\n{}EOF\n",
+                "f('echo hi')\n".repeat(n / 13)
+            )
+        }),
+        ("js calls", |n| {
+            format!(
+                "node <<'EOF'\nconst f = (c) => require('child_process').execSync(c);\n{}EOF\n",
+                "f('echo hi');\n".repeat(n / 14)
+            )
+        }),
     ];
     for (name, make) in shapes {
         let small = make(6_000);

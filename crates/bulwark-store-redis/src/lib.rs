@@ -160,6 +160,8 @@ struct Scripts {
     quarantine: Script,
     read_pin: Script,
     import: Script,
+    merge: Script,
+    accept: Script,
     export: Script,
 }
 
@@ -267,6 +269,8 @@ impl RedisStore {
                 quarantine: Script::new(scripts::QUARANTINE),
                 read_pin: Script::new(scripts::READ_PIN),
                 import: Script::new(scripts::IMPORT),
+                merge: Script::new(scripts::MERGE),
+                accept: Script::new(scripts::ACCEPT),
                 export: Script::new(scripts::EXPORT),
             },
             local: None,
@@ -847,6 +851,50 @@ impl RedisStore {
     }
 }
 
+impl RedisStore {
+    /// Runs [`scripts::MERGE`] or [`scripts::ACCEPT`] over `records` of one server
+    /// (`most`: pass the table's bound, which MERGE needs).
+    fn run_pin_script(
+        &self,
+        script: &Script,
+        server: Option<&str>,
+        records: &[PinRecord],
+        most: bool,
+    ) -> Result<(), StoreError> {
+        let me = server.unwrap_or("");
+        self.with(|c| {
+            let mut inv = script.prepare_invoke();
+            for k in self.pin_keys() {
+                inv.key(k);
+            }
+            inv.key(self.key(&["pf", &digest(me)]))
+                .key(self.key(&["pins", "epoch"]))
+                .arg(me)
+                .arg(self.key(&["pn", ""]));
+            if most {
+                inv.arg(MAX_PINS);
+            }
+            for r in records.iter().take(MAX_PINS) {
+                let tool = r.tool.to_lowercase();
+                let schema = if r.input_schema.is_null() {
+                    String::new()
+                } else {
+                    r.input_schema.to_string()
+                };
+                inv.arg(Self::pin_field(server, &tool))
+                    .arg(name_skeleton(&tool))
+                    .arg(&r.digest)
+                    .arg(schema)
+                    .arg(r.withheld.map(|c| c.as_str()).unwrap_or(""))
+                    .arg(r.reason.as_deref().unwrap_or(""))
+                    .arg(r.offered.as_deref().unwrap_or(""));
+            }
+            inv.invoke::<i64>(c)
+        })?;
+        Ok(())
+    }
+}
+
 impl Store for RedisStore {
     fn decide(&self, id: &str, now_ms: u64, decide: &mut DecideFn<'_>) -> Result<(), StoreError> {
         // Only a decision that could not start falls back: one that failed halfway has run
@@ -1043,6 +1091,36 @@ impl Store for RedisStore {
             inv.invoke::<i64>(c)
         })?;
         Ok(())
+    }
+
+    fn merge_pins(&self, server: Option<&str>, records: &[PinRecord]) -> Result<(), StoreError> {
+        self.run_pin_script(&self.scripts.merge, server, records, true)
+    }
+
+    fn accept_pins(&self, server: Option<&str>, records: &[PinRecord]) -> Result<(), StoreError> {
+        self.run_pin_script(&self.scripts.accept, server, records, false)
+    }
+
+    fn put_record(&self, kind: &str, id: &str, value: &str, ttl_ms: u64) -> Result<(), StoreError> {
+        let key = self.key(&["r", kind, &digest(id)]);
+        self.with(|c| {
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(value)
+                .arg("PX")
+                .arg(ttl_ms.max(1))
+                .query::<()>(c)
+        })
+    }
+
+    fn record(&self, kind: &str, id: &str) -> Result<Option<String>, StoreError> {
+        let key = self.key(&["r", kind, &digest(id)]);
+        self.with(|c| redis::cmd("GET").arg(&key).query::<Option<String>>(c))
+    }
+
+    fn remove_record(&self, kind: &str, id: &str) -> Result<(), StoreError> {
+        let key = self.key(&["r", kind, &digest(id)]);
+        self.with(|c| redis::cmd("DEL").arg(&key).query::<()>(c))
     }
 
     fn export_pins(&self, server: Option<&str>) -> Result<Vec<PinRecord>, StoreError> {

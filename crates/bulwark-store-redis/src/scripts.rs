@@ -173,6 +173,52 @@ redis.call('INCR', KEYS[7])
 return 1
 "#;
 
+/// Takes in one replica's pin file without undoing the shared pins: a field with no pin
+/// gets the file's (while the table has room), quarantine included; a pinned field keeps
+/// its pin whatever the file says. A file cannot lift a quarantine: a stale file and a
+/// person's accept can look the same (a server that changed and changed back is offered its
+/// first definition again), so an accept goes to the store itself ([`ACCEPT`]).
+///
+/// KEYS: as [`IMPORT`]. ARGV: server, the names-set key prefix, most pins, then per record
+/// as [`IMPORT`]. Returns how many fields were added (the epoch moves only then).
+pub const MERGE: &str = r#"
+local changed = 0
+for j = 4, #ARGV, 7 do
+  local f = ARGV[j]
+  if not redis.call('HGET', KEYS[1], f) and redis.call('HLEN', KEYS[1]) < tonumber(ARGV[3]) then
+    redis.call('HSET', KEYS[1], f, ARGV[j + 2])
+    if ARGV[j + 3] ~= '' then redis.call('HSET', KEYS[2], f, ARGV[j + 3]) end
+    if ARGV[j + 4] ~= '' then redis.call('HSET', KEYS[3], f, ARGV[j + 4]) end
+    if ARGV[j + 5] ~= '' then redis.call('HSET', KEYS[4], f, ARGV[j + 5]) end
+    if ARGV[j + 6] ~= '' then redis.call('HSET', KEYS[5], f, ARGV[j + 6]) end
+    redis.call('SADD', KEYS[6], f)
+    redis.call('SADD', ARGV[2] .. ARGV[j + 1], f)
+    changed = changed + 1
+  end
+end
+if changed > 0 then redis.call('INCR', KEYS[7]) end
+return changed
+"#;
+
+/// A person accepted these pins (`bulwark pins accept`): each is set as given, its
+/// quarantine lifted, the other pins of the server left alone.
+///
+/// KEYS: as [`IMPORT`]. ARGV: server, the names-set key prefix, then per record as
+/// [`IMPORT`] (withheld, reason and offered are ignored: an accepted pin has none).
+pub const ACCEPT: &str = r#"
+for j = 3, #ARGV, 7 do
+  local f = ARGV[j]
+  redis.call('HSET', KEYS[1], f, ARGV[j + 2])
+  if ARGV[j + 3] ~= '' then redis.call('HSET', KEYS[2], f, ARGV[j + 3])
+  else redis.call('HDEL', KEYS[2], f) end
+  for i = 3, 5 do redis.call('HDEL', KEYS[i], f) end
+  redis.call('SADD', KEYS[6], f)
+  redis.call('SADD', ARGV[2] .. ARGV[j + 1], f)
+end
+redis.call('INCR', KEYS[7])
+return 1
+"#;
+
 /// One server's pins: `{fields, digests, schemas, withheld, reasons, offered}`.
 /// KEYS: digests, schemas, withheld, reasons, offered, server's fields.
 pub const EXPORT: &str = r#"

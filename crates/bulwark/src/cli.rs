@@ -51,8 +51,20 @@ pub enum Command {
     /// 0 when the line is neither irreversible nor arbitrary code, 1 when it is (or could
     /// not be read), 2 on error.
     Shell(ShellArgs),
-    /// Write a commented starter policy (the built-in default, spelled out).
+    /// Write a commented starter policy (the built-in default, spelled out), or with
+    /// `--from-server -- COMMAND` a reviewed mapping for that MCP server's tools to confirm.
     Init(InitArgs),
+    /// List tools with what Bulwark takes each to do: capabilities, taint, and why.
+    ///
+    /// `bulwark tools -- npx -y @modelcontextprotocol/server-filesystem ~/work` starts the
+    /// MCP server as the gateway would, asks its `tools/list` and stops it; `--from FILE`
+    /// reads a tools JSON instead (an MCP tools/list result, or a model request's tools
+    /// array in OpenAI or Anthropic shape; `-` for standard input); with neither, the
+    /// policy's `servers:` with a command are listed one by one. Each tool shows where its
+    /// capabilities come from — the policy's reviewed mapping, the built-in catalogue of
+    /// common tool names, or inference from the definition's words — and which words led
+    /// where. `--json` prints the same as JSON. See docs/policy.md.
+    Tools(ToolsArgs),
     /// Validate, summarise and explain policies.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -681,6 +693,45 @@ pub struct InitArgs {
     /// Overwrite an existing file.
     #[arg(long)]
     pub force: bool,
+    /// Write a reviewed mapping for the tools of the MCP server given after `--` instead
+    /// of the starter policy: each tool mapped to what inference (or the catalogue) says,
+    /// commented with the words that led there, for a person to confirm before use
+    /// (`bulwark init --from-server mapping.yaml -- npx -y server`).
+    #[arg(long, requires = "command")]
+    pub from_server: bool,
+    /// Pass an environment variable to the server (NAME, or NAME=VALUE); repeatable.
+    #[arg(long = "env", value_name = "NAME[=VALUE]", requires = "from_server")]
+    pub env: Vec<String>,
+    /// How long the server may take to list its tools.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub timeout: u64,
+    /// The server to run (after `--`), with --from-server.
+    #[arg(last = true, value_name = "COMMAND", requires = "from_server")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// `bulwark tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Shared options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Read the definitions from FILE (`-`: standard input) instead of starting a server.
+    #[arg(long, value_name = "FILE", conflicts_with = "command")]
+    pub from: Option<PathBuf>,
+    /// Pass an environment variable to the server (NAME, or NAME=VALUE); repeatable.
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// How long a server may take to list its tools.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub timeout: u64,
+    /// Print JSON: one object per source, `{source, tools: [{name, source, capabilities,
+    /// taint, inferred: {capabilities, taint, because}}]}`.
+    #[arg(long)]
+    pub json: bool,
+    /// The MCP server to list (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// `bulwark policy …`.

@@ -67,7 +67,7 @@ pub fn parts(
 /// The shared state store the policy's `state:` section names, if any (`None`: the gate
 /// keeps state in this process). Opening does not connect: a store out of reach at start is
 /// handled as one lost later (refused, or decided locally and marked degraded).
-fn shared_store(policy: &Policy) -> Result<Option<std::sync::Arc<dyn bulwark_gate::Store>>> {
+pub fn shared_store(policy: &Policy) -> Result<Option<std::sync::Arc<dyn bulwark_gate::Store>>> {
     match policy.state.backend {
         bulwark_policy::StateBackend::Memory => Ok(None),
         bulwark_policy::StateBackend::Redis => {
@@ -140,6 +140,9 @@ pub fn init(args: &InitArgs) -> Result<ExitCode> {
             "{} already exists; pass --force to overwrite it",
             args.path.display()
         );
+    }
+    if args.from_server {
+        return crate::tools::init_from_server(args);
     }
     std::fs::write(&args.path, bulwark_policy::DEFAULT_POLICY)
         .with_context(|| format!("cannot write {}", args.path.display()))?;

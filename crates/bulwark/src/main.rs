@@ -30,6 +30,7 @@ mod mcp;
 mod proxy;
 mod scan;
 mod shell;
+mod tools;
 
 use std::process::ExitCode;
 
@@ -70,6 +71,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scan(args) => scan::run(&args),
         Command::Shell(args) => shell::run(&args),
         Command::Init(args) => config::init(&args),
+        Command::Tools(args) => tools::run(&args),
         Command::Policy(PolicyCommand::Check { file }) => config::policy_check(&file),
         Command::Policy(PolicyCommand::Explain { common, line }) => explain::run(&common, line),
         Command::Policy(PolicyCommand::Predicates) => {

@@ -127,7 +127,7 @@ pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
                 ),
             };
             let file = PinFile::open(&dir, &server)?;
-            file.locked(|f| -> Result<()> {
+            let accepted = file.locked(|f| -> Result<Vec<bulwark_engine::pins::PinRecord>> {
                 let mut records = f.load()?;
                 if let Some(code) = records
                     .iter()
@@ -154,9 +154,22 @@ pub fn pins(cmd: &PinsCommand) -> Result<ExitCode> {
                     r.withheld = None;
                     r.reason = None;
                 }
+                let accepted = records
+                    .iter()
+                    .filter(|r| r.tool.eq_ignore_ascii_case(tool))
+                    .cloned()
+                    .collect();
                 f.save(records)?;
-                Ok(())
+                Ok(accepted)
             })??;
+            // Replicas on a shared store merge their files into it and never lift a
+            // quarantine from one, so the accept is made in the store too.
+            let policy = config::load_policy(common)?;
+            if let Some(store) = config::shared_store(&policy)? {
+                store
+                    .accept_pins(Some(&server), &accepted)
+                    .context("accepting in the shared state store (state:)")?;
+            }
             println!("accepted {tool:?} on {server:?}; it is shown again from the next tools/list");
             Ok(ExitCode::SUCCESS)
         }

@@ -425,6 +425,70 @@ fn the_clients_roots_are_read_and_only_asked_answers_reach_the_server() {
 }
 
 #[test]
+fn roots_that_hold_credential_stores_are_withheld_from_the_server() {
+    let dir = scratch();
+    let record = dir.join("received.jsonl");
+    let audit = dir.join("audit.jsonl");
+    let mut g = Wrapper::start(&dir, &record, &["--audit", audit.to_str().unwrap()], &[]);
+    g.next += 1;
+    let id = g.next;
+    g.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "roots", "arguments": {}}}));
+    let ask = g.lines.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(ask["method"], "roots/list", "{ask}");
+    // A project folder passes; key stores, a home directory, /etc, / and a spelling that
+    // hides ~/.ssh behind case, `..` and percent-encoding do not.
+    let offered = [
+        "file:///work/app",
+        "file:///home/alice/.ssh",
+        "file:///home/alice",
+        "file:///etc",
+        "file:///",
+        "file:///Users/alice/projects/../.AWS",
+        "file:///home/alice/%2essh",
+        "file:///home/alice/projects/site",
+    ];
+    let roots: Vec<Value> = offered.iter().map(|u| json!({"uri": u})).collect();
+    g.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": roots}}));
+    let answer = g.lines.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(answer["id"], id, "{answer}");
+    // What the server received of the roots: the two project folders, nothing else.
+    let got: Vec<Value> = received(&record)
+        .into_iter()
+        .filter(|m| m["id"] == ask["id"] && m.get("method").is_none())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [
+            {"uri": "file:///work/app"}, {"uri": "file:///home/alice/projects/site"}]}})
+        ],
+        "{answer}"
+    );
+    assert!(text(&answer).contains("file:///work/app"), "{answer}");
+    // And the withholding is in the audit log (written behind), a finding per root withheld.
+    let entry: Value = eventually(
+        Duration::from_secs(20),
+        "no audit entry for the withheld roots",
+        || {
+            std::fs::read_to_string(&audit)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|e| e.to_string().contains("mcp.root_holds_secrets"))
+        },
+    );
+    let seen = entry.to_string();
+    for u in &offered[1..7] {
+        assert!(
+            seen.contains(&format!("\"pointer\":\"{u}\"")),
+            "{u}: {seen}"
+        );
+    }
+    assert!(!seen.contains("\"pointer\":\"file:///work/app\""), "{seen}");
+}
+
+#[test]
 fn over_stdio_unknown_methods_and_their_variants_never_reach_the_server() {
     let dir = scratch();
     let record = dir.join("received.jsonl");
@@ -762,6 +826,103 @@ fn in_front_of_an_http_upstream_both_eras_are_mediated_alike() {
             .lock()
             .unwrap()
             .contains("the upstream speaks 2026-07-28"),
+        "{}",
+        gw.log.lock().unwrap()
+    );
+}
+
+#[test]
+fn a_2026_answer_stream_that_breaks_is_sent_again_never_resumed() {
+    // The 2026-07-28 revision removed resumption (no Last-Event-ID, no GET stream): a broken
+    // answer stream loses the request, and its sender must send it again under a new id.
+    // The lax server primes its stream as a session-era server expecting to be resumed
+    // would (id + retry), then drops it.
+    let dir = scratch();
+    let record = dir.join("received.jsonl");
+    let (_lax, url) = lax_http(&dir, &record);
+    let gw = listen(
+        &dir,
+        &["--upstream-url", &url, "--upstream-allow-internal"],
+        &[],
+        &record,
+    );
+    let call = |id: u64, args: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "flaky", "arguments": args,
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": "p1"}}});
+        http(
+            &gw.addr,
+            "POST",
+            "/mcp",
+            &stateless_headers("tools/call", Some("flaky")),
+            &body.to_string(),
+        )
+        .messages()
+    };
+    let attempts = |key: &str| -> Vec<Value> {
+        received(&record)
+            .into_iter()
+            .filter(|m| m["method"] == "tools/call" && m["params"]["arguments"]["key"] == key)
+            .collect()
+    };
+    // Broken twice, the server asking for 1.5 s before each new attempt.
+    let started = Instant::now();
+    let seen = call(7, json!({"key": "a", "breaks": 2, "retry": 1500}));
+    let took = started.elapsed();
+    let answer = seen.last().unwrap();
+    assert_eq!(answer["id"], 7, "{seen:?}");
+    assert_eq!(
+        text(answer),
+        r#"RAN flaky {"breaks": 2, "key": "a", "retry": 1500}"#,
+        "{seen:?}"
+    );
+    assert!(
+        took >= Duration::from_millis(3000),
+        "retry not honoured: {took:?}"
+    );
+    // Three attempts, each under an id of its own, each the call as decided.
+    let sent = attempts("a");
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    let ids: std::collections::BTreeSet<String> =
+        sent.iter().map(|m| m["id"].to_string()).collect();
+    assert_eq!(ids.len(), 3, "{sent:?}");
+    assert!(
+        sent.iter().all(|m| m["params"] == sent[0]["params"]),
+        "{sent:?}"
+    );
+    // The progress the broken streams carried reached the client, under its own token.
+    assert!(
+        seen.iter().any(
+            |m| m["method"] == "notifications/progress" && m["params"]["progressToken"] == "p1"
+        ),
+        "{seen:?}"
+    );
+    // Never resumed: no GET, no Last-Event-ID.
+    assert!(
+        !received(&record).iter().any(|m| m["http"] == "GET"),
+        "{:?}",
+        received(&record)
+    );
+    // A stream that always breaks: sent once and again at most three times, then the
+    // client hears why.
+    let seen = call(8, json!({"key": "b", "breaks": 99, "retry": 50}));
+    let answer = seen.last().unwrap();
+    assert_eq!(answer["id"], 8, "{seen:?}");
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sent again 3 times"),
+        "{answer}"
+    );
+    assert_eq!(attempts("b").len(), 4);
+    assert!(
+        gw.log
+            .lock()
+            .unwrap()
+            .contains("2026-07-28 has no resumption"),
         "{}",
         gw.log.lock().unwrap()
     );

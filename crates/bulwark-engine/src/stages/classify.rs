@@ -40,6 +40,24 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     } else if let Some(entry) = ctx.entry {
         ctx.caps = entry.capabilities();
         ctx.taint_out = entry.taint();
+        // The catalogue knows a reader by its name, which says what kind of tool it is, not
+        // who wrote what it returns: AgentDojo's `read_file` reads a bill from outside
+        // under a coding agent's name. Where the definition's words say a reader's results
+        // are written by others, that taint is added (taint only ever adds). Only
+        // `untrusted-input`: whether a file is a secret is the sensitive-path check's
+        // call, and "every read is private" would end all egress after the first read.
+        // Only readers: what a write or a command returns is its own outcome.
+        if let Some(def) = call
+            .definition
+            .as_ref()
+            .filter(|_| entry.kind == Kind::Read)
+        {
+            let found = crate::infer::infer(name, def);
+            if found.taint.contains(bulwark_policy::Taint::UntrustedInput) {
+                ctx.taint_out.insert(bulwark_policy::Taint::UntrustedInput);
+                inferred = Some(found.summary());
+            }
+        }
     } else {
         // Nobody reviewed this tool: what its definition's words say (issue 26), plus any
         // hint from the caller, which can only add scrutiny.

@@ -18,6 +18,7 @@
 
 mod answer;
 pub mod guard;
+pub mod handoff;
 pub mod identity;
 mod native;
 pub mod session;
@@ -185,7 +186,8 @@ pub struct HttpFront {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     id_key: [u8; 32],
     counter: AtomicU64,
-    log: Box<dyn Fn(&str) + Send + Sync>,
+    /// Shared with the native path's exchanges, which log re-issues.
+    log: crate::remote::Log,
     /// The upstream session stateless (2026-07-28) requests are wrapped in.
     /// The upstream sessions stateless (2026-07-28) requests are wrapped in, one per
     /// identity, so one caller's taint is never another's.
@@ -195,6 +197,11 @@ pub struct HttpFront {
     native: native::Native,
     /// Shutting down: no new sessions.
     closing: std::sync::atomic::AtomicBool,
+    /// Where sessions are registered for other replicas to take over, when the gate's
+    /// state is shared.
+    registry: std::sync::OnceLock<Arc<dyn handoff::Registry>>,
+    /// One take-over at a time, so two requests of one session do not both open it.
+    handoffs: tokio::sync::Mutex<()>,
 }
 
 /// How a stateless request's messages are turned back into what its client expects.
@@ -218,11 +225,13 @@ impl HttpFront {
             sessions: Mutex::new(HashMap::new()),
             id_key: bulwark_audit::keys::random32()?,
             counter: AtomicU64::new(0),
-            log,
+            log: Arc::from(log),
             stateless: Mutex::new(HashMap::new()),
             upstream_ids: AtomicU64::new(0),
             native: native::Native::default(),
             closing: std::sync::atomic::AtomicBool::new(false),
+            registry: std::sync::OnceLock::new(),
+            handoffs: tokio::sync::Mutex::new(()),
         }))
     }
 
@@ -251,8 +260,11 @@ impl HttpFront {
             .collect()
     }
 
+    /// Opens a session: under a new id, or under `id` when another replica's session is
+    /// taken over ([`handoff`]).
     fn open_session(
         self: &Arc<Self>,
+        id: Option<String>,
         wire: Wire,
         version: &str,
         principal: &Principal,
@@ -304,9 +316,10 @@ impl HttpFront {
         }
         // A stateless caller's session is marked so: its gateway core keeps per-caller
         // state apart (the front names the caller in each request).
-        let id = match wire {
-            Wire::Stateless => format!("stateless-{}", self.mint_id()),
-            _ => self.mint_id(),
+        let id = match (id, wire) {
+            (Some(id), _) => id,
+            (None, Wire::Stateless) => format!("stateless-{}", self.mint_id()),
+            (None, _) => self.mint_id(),
         };
         let link = self.connector.open(&id, principal).map_err(|e| {
             (self.log)(&format!("cannot start the upstream for a new session: {e}"));
@@ -535,7 +548,12 @@ fn admit(front: &HttpFront, h: &HeaderMap) -> Result<Principal, Reject> {
 
 /// A session is used only by the identity that opened it.
 fn owned(session: &Session, principal: &Principal, id: &Value) -> Result<(), Reject> {
-    if session.principal == *principal {
+    owned_by(&session.principal, principal, id)
+}
+
+/// A session opened by `owner` is used only by `owner`.
+fn owned_by(owner: &Principal, principal: &Principal, id: &Value) -> Result<(), Reject> {
+    if owner == principal {
         return Ok(());
     }
     Err(reject(
@@ -632,6 +650,25 @@ fn own_session(
     Ok(session)
 }
 
+/// As [`own_session`], taking the session over from another replica when this one does not
+/// hold it ([`handoff`]).
+async fn own_or_taken_over(
+    front: &Arc<HttpFront>,
+    headers: &HeaderMap,
+    principal: &Principal,
+) -> Result<Arc<Session>, Reject> {
+    match own_session(front, headers, principal) {
+        Err(r) if r.status == StatusCode::NOT_FOUND => {
+            let sid = session_header(headers).unwrap_or_default();
+            if front.session(sid).is_some() {
+                return Err(r);
+            }
+            front.take_over(sid, principal).await?.ok_or(r)
+        }
+        other => other,
+    }
+}
+
 async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
@@ -701,13 +738,20 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
                 }
                 (s, false)
             }
-            _ => return no_session(&id),
+            Some(_) => return no_session(&id),
+            // Opened on another replica (or on this one before it restarted): taken over
+            // when the shared registry knows it, so the client keeps its session.
+            None => match front.take_over(sid, &principal).await {
+                Ok(Some(s)) => (s, false),
+                Ok(None) => return no_session(&id),
+                Err(r) => return r.with_id(&id).into_response(),
+            },
         },
         None if initialize => {
             let asked = jsonrpc::at(&message, "/params/protocolVersion")
                 .and_then(Value::as_str)
                 .unwrap_or(DEFAULT_VERSION);
-            match front.open_session(Wire::Sessions, asked, &principal) {
+            match front.open_session(None, Wire::Sessions, asked, &principal) {
                 Ok(s) => (s, true),
                 Err(r) => return r.into_response(),
             }
@@ -736,6 +780,11 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
         );
     }
     session.touch(front.now_ms());
+    if minted {
+        front.register(&session, message.get("params").unwrap_or(&Value::Null));
+    } else {
+        front.keep_registered(&session);
+    }
     let Kind::Request { .. } = kind else {
         if !session.send(message, front.config.send_wait).await {
             return rpc_error(
@@ -819,7 +868,7 @@ async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
             "Accept must allow text/event-stream",
         );
     }
-    let session = match own_session(&front, &headers, &principal) {
+    let session = match own_or_taken_over(&front, &headers, &principal).await {
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };
@@ -867,10 +916,20 @@ async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> 
     }
     let session = match own_session(&front, &headers, &principal) {
         Ok(s) => s,
+        Err(r) if r.status == StatusCode::NOT_FOUND => {
+            // Served by another replica: ended for all of them.
+            let sid = session_header(&headers).unwrap_or_default();
+            return match front.end_registered(sid, &principal) {
+                Ok(true) => StatusCode::OK.into_response(),
+                Ok(false) => r.into_response(),
+                Err(e) => e.into_response(),
+            };
+        }
         Err(r) => return r.into_response(),
     };
     front.sessions().remove(&session.id);
     session.stop();
+    front.unregister(&session.id);
     (front.log)(&format!(
         "session {} ended by the client",
         id_digest(&session.id)
@@ -895,7 +954,7 @@ async fn get_sse(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
             "Accept must be text/event-stream",
         );
     }
-    let session = match front.open_session(Wire::LegacySse, "2024-11-05", &principal) {
+    let session = match front.open_session(None, Wire::LegacySse, "2024-11-05", &principal) {
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };

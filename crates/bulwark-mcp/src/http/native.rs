@@ -9,7 +9,10 @@
 //! same core, in the same form. What the
 //! upstream says stays its own: its `resultType` (an `InputRequiredResult` included), its
 //! errors, its checks of the headers. A client that closes its stream closes the upstream's,
-//! which is how the revision cancels.
+//! which is how the revision cancels. An upstream answer stream that breaks before the
+//! answer is not resumed (the revision has no `Last-Event-ID` and no GET stream): the
+//! request, as decided, is sent again under a new id, a bounded number of times
+//! ([`crate::remote::Exchange`]).
 
 use crate::locks::lock;
 use std::collections::HashMap;
@@ -29,7 +32,7 @@ use super::stateless::{
 use super::{HttpFront, Rewrite, rpc_error, sse_response};
 use crate::gateway::{Gateway, Out};
 use crate::jsonrpc;
-use crate::remote::{Exchange, HeaderList, Remote};
+use crate::remote::{Exchange, HeaderList, Log, Remote};
 
 /// How long the upstream may take to answer `server/discover`.
 const DISCOVER_WAIT: Duration = Duration::from_secs(10);
@@ -370,7 +373,15 @@ pub(super) async fn post(
         .core
         .from_client(forwarded.to_string().as_bytes(), front.now_ms());
     // A call the core has no listing for waits while it lists the upstream's tools.
-    let mut outs = own_requests(remote, headers, message, &caller, outs, &upstream_id).await;
+    let mut outs = own_requests(
+        remote,
+        (headers, message),
+        &caller,
+        outs,
+        &upstream_id,
+        &front.log,
+    )
+    .await;
     if outs.is_empty() && caller.core.is_held(&upstream_id) {
         // Waiting for a person (no ticker here: this request looks for itself). A client
         // that goes away drops this future, and the guard stops the wait.
@@ -415,7 +426,7 @@ pub(super) async fn post(
     };
     let exchange = tokio::time::timeout_at(deadline, remote.exchange(&upstream, pass)).await;
     let exchange = match exchange {
-        Ok(Ok(x)) => x,
+        Ok(Ok(x)) => x.logging(Arc::clone(&front.log)),
         Ok(Err(why)) => {
             let why = format!("the upstream server cannot be reached: {why}");
             (front.log)(&why);
@@ -442,11 +453,11 @@ pub(super) async fn post(
 /// client's request; returns that. Each carries the client's protocol `_meta` and headers.
 async fn own_requests(
     remote: &Remote,
-    headers: &HeaderMap,
-    message: &Value,
+    (headers, message): (&HeaderMap, &Value),
     caller: &Caller,
     mut outs: Vec<Out>,
     upstream_id: &Value,
+    log: &Log,
 ) -> Vec<Out> {
     let meta: serde_json::Map<String, Value> = jsonrpc::at(message, "/params/_meta")
         .and_then(Value::as_object)
@@ -487,7 +498,10 @@ async fn own_requests(
         }
         let wait = caller.core.request_timeout();
         let answer = tokio::time::timeout(wait, async {
-            let mut x = remote.exchange(&request, pass).await?;
+            let mut x = remote
+                .exchange(&request, pass)
+                .await?
+                .logging(Arc::clone(log));
             while let Some(msg) = x.next().await {
                 if msg.get("id") == Some(&own_id)
                     && (msg.get("result").is_some() || msg.get("error").is_some())
@@ -513,6 +527,20 @@ async fn own_requests(
     outs
 }
 
+/// Why an exchange gave no answer.
+fn ended(exchange: &Exchange) -> String {
+    match exchange.reissues() {
+        0 => format!(
+            "the upstream server (HTTP {}) ended its answer without answering",
+            exchange.status()
+        ),
+        n => format!(
+            "the upstream server (HTTP {}) ended its answer without answering; its answer stream broke, and the request was sent again {n} times",
+            exchange.status()
+        ),
+    }
+}
+
 /// The final answer alone, as JSON (progress is dropped: the client takes JSON only).
 async fn json_only(mut exchange: Exchange, mut waiting: Waiting, rewrite: &Rewrite) -> Response {
     let (why, status) = loop {
@@ -525,13 +553,7 @@ async fn json_only(mut exchange: Exchange, mut waiting: Waiting, rewrite: &Rewri
                     return json_text(status_for(&answer, exchange.status()), answer);
                 }
             }
-            Ok(None) => {
-                let why = format!(
-                    "the upstream server (HTTP {}) ended its answer without answering",
-                    exchange.status()
-                );
-                break (why, StatusCode::BAD_GATEWAY);
-            }
+            Ok(None) => break (ended(&exchange), StatusCode::BAD_GATEWAY),
             Err(why) => break (why, StatusCode::GATEWAY_TIMEOUT),
         }
     };
@@ -552,13 +574,7 @@ fn events(exchange: Exchange, waiting: Waiting, rewrite: Arc<Rewrite>) -> Body {
             let out = match waiting.next(exchange).await {
                 Ok(Some(msg)) => waiting.take(&msg, rewrite),
                 Ok(None) if waiting.answered => return None,
-                Ok(None) => {
-                    let why = format!(
-                        "the upstream server (HTTP {}) ended its answer without answering",
-                        exchange.status()
-                    );
-                    waiting.fail(&why, rewrite)
-                }
+                Ok(None) => waiting.fail(&ended(exchange), rewrite),
                 Err(why) => waiting.fail(&why, rewrite),
             };
             *over = waiting.answered;

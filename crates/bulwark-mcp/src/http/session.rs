@@ -58,6 +58,10 @@ pub struct Session {
     /// The upstream ids of the `tools/list` requests in flight (the newest 64).
     listings: Mutex<std::collections::VecDeque<String>>,
     extra: Option<Arc<crate::remote::ExtraHeaders>>,
+    /// When the session's record was last put in the shared registry ([`super::handoff`]).
+    pub(super) registered_ms: AtomicU64,
+    /// The record itself, renewed while the session is used.
+    pub(super) registration: Mutex<Option<String>>,
 }
 
 impl Session {
@@ -88,6 +92,8 @@ impl Session {
             bindings: Mutex::new(ToolBindings::default()),
             listings: Mutex::new(std::collections::VecDeque::new()),
             extra: link.extra,
+            registered_ms: AtomicU64::new(0),
+            registration: Mutex::new(None),
         });
         let s = Arc::clone(&session);
         tokio::spawn(async move {

@@ -74,7 +74,7 @@ const CACHEABLE: &[&str] = &[
 ];
 
 /// How long the front waits for the upstream to answer its own `initialize`.
-const INITIALIZE_WAIT: Duration = Duration::from_secs(30);
+pub(super) const INITIALIZE_WAIT: Duration = Duration::from_secs(30);
 
 /// Whether a request with these headers is a stateless one: its `MCP-Protocol-Version` is
 /// given and is none of the session-era versions.
@@ -553,7 +553,7 @@ impl HttpFront {
             s.touch(self.now_ms());
             return Ok((Arc::clone(s), init.clone()));
         }
-        let session = self.open_session(Wire::Stateless, "2025-11-25", principal)?;
+        let session = self.open_session(None, Wire::Stateless, "2025-11-25", principal)?;
         // A caller that goes away while this runs does not leave the upstream behind.
         let guard = StopUnlessKept(Some(Arc::clone(&session)));
         let id = json!("bulwark-initialize");
@@ -604,10 +604,10 @@ impl HttpFront {
 pub(super) type Slot = Arc<tokio::sync::Mutex<Option<(Arc<Session>, Value)>>>;
 
 /// Stops a session when dropped, unless kept.
-struct StopUnlessKept(Option<Arc<Session>>);
+pub(super) struct StopUnlessKept(pub(super) Option<Arc<Session>>);
 
 impl StopUnlessKept {
-    fn keep(mut self) {
+    pub(super) fn keep(mut self) {
         self.0 = None;
     }
 }
@@ -620,7 +620,7 @@ impl Drop for StopUnlessKept {
     }
 }
 
-async fn next_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Option<Value> {
+pub(super) async fn next_answer(session: &Arc<Session>, stream: u64, reader: u64) -> Option<Value> {
     let events = session.next_events(stream, reader, 0).await?;
     events
         .last()
