@@ -852,8 +852,8 @@ impl RedisStore {
 }
 
 impl RedisStore {
-    /// Runs [`scripts::MERGE`] or [`scripts::ACCEPT`] over `records` of one server
-    /// (`most`: pass the table's bound, which MERGE needs).
+    /// Runs [`scripts::IMPORT`], [`scripts::MERGE`] or [`scripts::ACCEPT`] over `records`
+    /// of one server (`most`: pass the table's bound, which MERGE needs).
     fn run_pin_script(
         &self,
         script: &Script,
@@ -1063,34 +1063,7 @@ impl Store for RedisStore {
     }
 
     fn import_pins(&self, server: Option<&str>, records: &[PinRecord]) -> Result<(), StoreError> {
-        let me = server.unwrap_or("");
-        self.with(|c| {
-            let mut inv = self.scripts.import.prepare_invoke();
-            for k in self.pin_keys() {
-                inv.key(k);
-            }
-            inv.key(self.key(&["pf", &digest(me)]))
-                .key(self.key(&["pins", "epoch"]))
-                .arg(me)
-                .arg(self.key(&["pn", ""]));
-            for r in records.iter().take(MAX_PINS) {
-                let tool = r.tool.to_lowercase();
-                let schema = if r.input_schema.is_null() {
-                    String::new()
-                } else {
-                    r.input_schema.to_string()
-                };
-                inv.arg(Self::pin_field(server, &tool))
-                    .arg(name_skeleton(&tool))
-                    .arg(&r.digest)
-                    .arg(schema)
-                    .arg(r.withheld.map(|c| c.as_str()).unwrap_or(""))
-                    .arg(r.reason.as_deref().unwrap_or(""))
-                    .arg(r.offered.as_deref().unwrap_or(""));
-            }
-            inv.invoke::<i64>(c)
-        })?;
-        Ok(())
+        self.run_pin_script(&self.scripts.import, server, records, false)
     }
 
     fn merge_pins(&self, server: Option<&str>, records: &[PinRecord]) -> Result<(), StoreError> {
