@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{BIN, Peer, eventually, free_port, peers_dir, python, root, scratch};
+use common::{BIN, Peer, eventually, free_port, peers_dir, root, run_sdk, scratch};
 use serde_json::{Value, json};
 
 /// A task hijack with none of the phrases the fast path knows ("ignore", "instead",
@@ -264,19 +264,7 @@ fn the_proxy_withholds_a_proposed_call_whose_input_the_guard_flags() {
     let sdk = |args: Value| -> Value {
         let sc = json!({"api": "chat", "stream": false, "base": format!("http://{listen}"),
             "ask": {"text": "Sending.", "calls": [{"name": "send_message", "args": args}]}});
-        let out = Command::new(python())
-            .arg(root().join("crates/bulwark-llm/tests/peers/sdk_llm.py"))
-            .arg(sc.to_string())
-            .env("PYTHONWARNINGS", "ignore")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-            panic!(
-                "sdk_llm.py said {text}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+        run_sdk(&sc)
     };
     let out = sdk(json!({"to": "ana@example.com", "text": HIJACK}));
     assert_eq!(out["calls"], json!([]), "{out}");

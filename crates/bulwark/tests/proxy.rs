@@ -9,12 +9,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{BIN, Peer, eventually, free_port, python, root, scratch};
+use common::{BIN, Peer, eventually, free_port, run_sdk, scratch};
 use serde_json::{Value, json};
-
-fn peers() -> PathBuf {
-    root().join("crates/bulwark-llm/tests/peers")
-}
 
 /// The model API and the proxy in front of it, with their own state directory.
 struct Setup {
@@ -95,22 +91,6 @@ impl Setup {
         );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
-}
-
-fn run_sdk(sc: &Value) -> Value {
-    let out = Command::new(python())
-        .arg(peers().join("sdk_llm.py"))
-        .arg(sc.to_string())
-        .env("PYTHONWARNINGS", "ignore")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-        panic!(
-            "sdk_llm.py said {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 const APIS: [&str; 3] = ["chat", "responses", "messages"];

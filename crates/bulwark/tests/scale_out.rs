@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::http::{CT, HttpGateway, JSON_SSE, http};
-use common::{BIN, Peer, eventually, free_port, peers_dir, python, root, scratch};
+use common::{BIN, Peer, eventually, free_port, peers_dir, run_sdk, scratch};
 use redis_support::Redis;
 use serde_json::{Value, json};
 
@@ -445,22 +445,6 @@ fn redis_stopped_refuses_on_every_mcp_replica_and_its_return_is_recovered_from()
 }
 
 // --- bulwark proxy ---------------------------------------------------------------------
-
-fn run_sdk(sc: &Value) -> Value {
-    let out = Command::new(python())
-        .arg(root().join("crates/bulwark-llm/tests/peers/sdk_llm.py"))
-        .arg(sc.to_string())
-        .env("PYTHONWARNINGS", "ignore")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-        panic!(
-            "sdk_llm.py said {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 fn private_key_read() -> Value {
     json!([{"name": "bash", "args": {"command": "cat ~/.ssh/id_rsa"},

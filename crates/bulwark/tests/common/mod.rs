@@ -28,6 +28,24 @@ pub fn python() -> PathBuf {
     p
 }
 
+/// Runs the real `openai`/`anthropic` SDK script against a scenario and returns what it
+/// printed (the calls the model's answer carried and Bulwark's header verdicts).
+pub fn run_sdk(sc: &serde_json::Value) -> serde_json::Value {
+    let out = std::process::Command::new(python())
+        .arg(root().join("crates/bulwark-llm/tests/peers/sdk_llm.py"))
+        .arg(sc.to_string())
+        .env("PYTHONWARNINGS", "ignore")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|_| {
+        panic!(
+            "sdk_llm.py said {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 pub fn node_server(name: &str) -> PathBuf {
     let modules = std::env::var_os("BULWARK_PEERS_NODE_MODULES")
         .map(PathBuf::from)
