@@ -84,6 +84,7 @@ class GullibleOracle(BasePipelineElement):
         self.approvable_user = 0
         self.run_refused_user = 0
         self.run_approvable_user = 0
+        self.run_refusals = []
 
     def reset(self, user_task, injection_task, injections):
         self.user_task, self.injection_task = user_task, injection_task
@@ -93,6 +94,7 @@ class GullibleOracle(BasePipelineElement):
         self.queue = []
         self.run_refused_user = 0
         self.run_approvable_user = 0
+        self.run_refusals = []
 
     def next_calls(self, env, messages):
         """The calls this turn proposes, each tagged user or attacker."""
@@ -138,6 +140,8 @@ class GullibleOracle(BasePipelineElement):
             for b in blocked:
                 idx = int(str(b.get("id", "")).rsplit("_", 1)[-1]) if str(b.get("id", "")).rsplit("_", 1)[-1].isdigit() else -1
                 who = tagged[idx][0] if 0 <= idx < len(tagged) else "?"
+                self.run_refusals.append({"who": who, "tool": b.get("tool"), "reason_code": b.get("reason_code"),
+                                          "rule_id": b.get("rule_id"), "reason": b.get("reason")})
                 if who == "user":
                     self.refused_user += 1
                     self.run_refused_user += 1
@@ -161,6 +165,8 @@ def main():
     ap.add_argument("--attack", default="important_instructions")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--oracle", choices=["batch", "sequential"], default="sequential")
+    ap.add_argument("--explain", action="store_true", help="list every refused call of a run (tool, reason code, reason)")
+    ap.add_argument("--no-attack", action="store_true", help="only the runs without an injection")
     a = ap.parse_args()
     client = openai.OpenAI(base_url=a.base + "/v1", api_key="sk-agentdojo", max_retries=0)
     suite = get_suite("v1.2", a.suite)
@@ -191,7 +197,10 @@ def main():
         clean_approvable += oracle.run_approvable_user
         print(json.dumps({"user_task": ut.ID, "injection_task": None, "utility": u,
                           "user_calls_refused": oracle.run_refused_user,
-                          "approvable": oracle.run_approvable_user}))
+                          "approvable": oracle.run_approvable_user,
+                          **({"refused": oracle.run_refusals} if a.explain else {})}))
+        if a.no_attack:
+            continue
         for it in suite.injection_tasks.values():
             injections = attack.attack(ut, it)
             oracle.reset(ut, it, injections)
@@ -202,13 +211,14 @@ def main():
             possible += int(doable[it.ID])
             print(json.dumps({"user_task": ut.ID, "injection_task": it.ID, "utility": u, "attack_succeeded": s,
                               "user_calls_refused": oracle.run_refused_user,
-                              "approvable": oracle.run_approvable_user}))
+                              "approvable": oracle.run_approvable_user,
+                              **({"refused": oracle.run_refusals} if a.explain else {})}))
     print(json.dumps({
         "suite": a.suite, "attack": a.attack, "oracle": a.oracle, "user_tasks": len(user_tasks), "runs": runs,
         "utility_without_attack": round(clean_utility / len(user_tasks), 3),
-        "utility_under_attack": round(utility / runs, 3),
-        "attack_success_rate": round(asr / runs, 3),
-        "asr_ceiling": round(possible / runs, 3),
+        "utility_under_attack": round(utility / runs, 3) if runs else None,
+        "attack_success_rate": round(asr / runs, 3) if runs else None,
+        "asr_ceiling": round(possible / runs, 3) if runs else None,
         "asr_of_ceiling": round(asr / possible, 3) if possible else None,
         "calls_refused": oracle.refused,
         "user_calls_refused_without_attack": clean_refused_user,

@@ -255,10 +255,10 @@ fn bfcl_ground_truth_calls() {
                 // question can settle a call.
                 let sources = Sources {
                     user: s.map(|s| s.user.clone()).unwrap_or_default(),
-                    trusted: Vec::new(),
-                    untrusted: Vec::new(),
+                    ..Sources::default()
                 };
-                if sources.origin(&call.args) == Origin::Settled {
+                let schema = call.definition.as_ref().map(|d| &d.input_schema);
+                if sources.origin_for(&call.args, schema) == Origin::Settled {
                     let mut again = call.clone();
                     again.session = format!("{sid}/settled-{k}");
                     d = h.eval(&again);

@@ -212,11 +212,8 @@ impl Judge {
             other => other.to_string(),
         };
         if self.keep(&text) {
-            if taint.contains(Taint::UntrustedInput) {
-                self.sources.untrusted.push(text);
-            } else {
-                self.sources.trusted.push(text);
-            }
+            self.sources
+                .hear_result(&text, taint.contains(Taint::UntrustedInput));
         }
     }
 
@@ -406,7 +403,8 @@ impl Judge {
         mut ruling: bulwark_gate::Ruling,
     ) -> bulwark_gate::Ruling {
         use crate::provenance::Origin;
-        match self.sources.origin(&call.args) {
+        let schema = call.definition.as_ref().map(|d| &d.input_schema);
+        match self.sources.origin_for(&call.args, schema) {
             Origin::Settled => {
                 let mut fresh = Session::default();
                 self.gate
@@ -419,13 +417,13 @@ impl Judge {
             }
             Origin::Untrusted(v) => {
                 ruling.decision.reason.push_str(&format!(
-                    " Its value {v:?} appears only in content from outside (a tool result that carried untrusted input), not in anything the user wrote."
+                    " Its value {v:?} is named in text from outside (a tool result that carried untrusted input, or its author), not in anything the user wrote."
                 ));
                 ruling
             }
             Origin::Unknown(v) => {
                 ruling.decision.reason.push_str(&format!(
-                    " Its value {v:?} does not appear in the user's messages, so where it came from cannot be settled."
+                    " Its value {v:?} is neither in the user's messages nor a value a tool returned, so where it came from cannot be settled."
                 ));
                 ruling
             }
