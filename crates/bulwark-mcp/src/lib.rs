@@ -28,6 +28,7 @@ pub mod jsonrpc;
 pub mod listing;
 mod locks;
 pub mod methods;
+pub mod param_headers;
 /// Pins on disk, kept by the gate ([`bulwark_gate::pinfile`]).
 pub use bulwark_gate::pinfile;
 pub mod port;

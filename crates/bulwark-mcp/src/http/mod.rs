@@ -21,6 +21,7 @@ pub mod guard;
 pub mod handoff;
 pub mod identity;
 mod native;
+pub mod revision;
 pub mod session;
 pub mod stateless;
 pub mod streams;
@@ -698,7 +699,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
         Ok(v) => v,
         Err(r) => return r.into_response(),
     };
-    if stateless::is_stateless(&headers) {
+    if revision::is_stateless(&headers) {
         let conn = parts
             .extensions
             .get::<ConnId>()
@@ -856,7 +857,7 @@ async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
         Ok(p) => p,
         Err(r) => return r.into_response(),
     };
-    if stateless::is_stateless(&headers) {
+    if revision::is_stateless(&headers) {
         return post_only();
     }
     let (_, sse_ok) = accepts(&headers);
@@ -911,7 +912,7 @@ async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> 
         Ok(p) => p,
         Err(r) => return r.into_response(),
     };
-    if stateless::is_stateless(&headers) {
+    if revision::is_stateless(&headers) {
         return post_only();
     }
     let session = match own_session(&front, &headers, &principal) {
