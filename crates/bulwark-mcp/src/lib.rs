@@ -35,3 +35,4 @@ pub mod port;
 pub mod remote;
 pub mod roots;
 pub mod stdio;
+pub mod trace;
