@@ -108,6 +108,12 @@ def pick(logits, labels, fast):
     return float(np.nextafter(cut, np.inf))
 
 
+def lang_of(r):
+    """CyberSecEval spells languages out; the other sources use ISO codes."""
+    v = r.get("lang", "en")
+    return {"English": "en"}.get(v, v)
+
+
 def rates(flag, labels):
     pos, neg = labels == 1, labels == 0
     tp, fp = int((flag & pos).sum()), int((flag & neg).sum())
@@ -176,7 +182,7 @@ def report(sets, emb, head_path):
         print("|---|---|---|---|---|---|---|---|")
         by = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
         for i, r in enumerate(rows):
-            c = by[(r["source"], r["category"], r.get("lang", "en"))]
+            c = by[(r["source"], r["category"], lang_of(r))]
             c[0] += 1
             c[1] += bool(guard[i])
             c[2] += bool(fast[i])
@@ -187,14 +193,14 @@ def report(sets, emb, head_path):
         langs = collections.defaultdict(lambda: [0, 0, 0, 0])
         for i, r in enumerate(rows):
             if r["label"]:
-                c = langs[r.get("lang", "en")]
+                c = langs[lang_of(r)]
                 c[0] += 1
                 c[1] += bool(guard[i])
                 c[2] += bool(fast[i])
                 c[3] += bool(guard[i] or fast[i])
         print("\n| attacks by language | rows | guard | fast path | both |\n|---|---|---|---|---|")
-        for lang, (n, g, f, e) in sorted(langs.items()):
-            print(f"| {lang} | {n} | {g} | {f} | {e} |")
+        for code, (n, g, f, e) in sorted(langs.items()):
+            print(f"| {code} | {n} | {g} | {f} | {e} |")
         print("\n</details>")
 
 

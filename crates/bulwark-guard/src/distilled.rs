@@ -30,6 +30,9 @@ const MAGIC: &[u8; 8] = b"BWGSTAT1";
 /// Tokens distilled per batch: large enough that each linear layer is one big product.
 const BATCH: usize = 256;
 
+/// One distilled batch: its index, its rows' scales and codes.
+type Batch = (usize, Vec<f32>, Vec<i8>);
+
 /// The token → vector table.
 pub struct Table {
     /// One scale per row: `row = codes × scale`.
@@ -58,7 +61,7 @@ impl Table {
         let rows = encoder.vocab_len();
         let chunks = rows.div_ceil(BATCH);
         let next = AtomicUsize::new(0);
-        let done: Mutex<Vec<(usize, Vec<f32>, Vec<i8>)>> = Mutex::new(Vec::new());
+        let done: Mutex<Vec<Batch>> = Mutex::new(Vec::new());
         let failed: Mutex<Option<GuardError>> = Mutex::new(None);
         std::thread::scope(|s| {
             for _ in 0..threads.max(1) {

@@ -164,7 +164,8 @@ pub struct WindowScore {
 #[derive(Debug)]
 enum Backend {
     Static(distilled::Table),
-    Encoder(model::Encoder),
+    // Boxed: the encoder's fixed part is six times the table's, and a guard holds one.
+    Encoder(Box<model::Encoder>),
 }
 
 /// The loaded guard: tokenizer, model and head.
@@ -196,7 +197,7 @@ impl Guard {
             .map_err(|_| GuardError::Model("vocab.txt is not UTF-8".into()))?;
         let tokenizer = tokenizer::Tokenizer::from_vocab(&vocab)?;
         let backend = match kind {
-            Kind::Encoder => Backend::Encoder(load_encoder(&mut manifest, &tokenizer)?),
+            Kind::Encoder => Backend::Encoder(Box::new(load_encoder(&mut manifest, &tokenizer)?)),
             Kind::Static if dir.join(TABLE_FILE).exists() => {
                 let bytes = manifest.read(TABLE_FILE, manifest::Expect::Recorded)?;
                 Backend::Static(distilled::Table::from_bytes(&bytes, tokenizer.len())?)
@@ -230,7 +231,7 @@ impl Guard {
         let encoder = model::Encoder::from_safetensors(weights, tokenizer.len())?;
         Ok(Self {
             tokenizer,
-            backend: Backend::Encoder(encoder),
+            backend: Backend::Encoder(Box::new(encoder)),
             head,
             limits: Limits::default(),
             windowing: Windowing::ENCODER,

@@ -211,7 +211,7 @@ impl Encoder {
     /// of many small ones, which is what makes distilling the whole vocabulary cheap), and
     /// attention stays within each sequence.
     pub fn hidden_batch(&self, ids: &[u32], n: usize) -> Result<Array2<f32>, GuardError> {
-        if n == 0 || n > MAX_POSITIONS || ids.is_empty() || ids.len() % n != 0 {
+        if n == 0 || n > MAX_POSITIONS || ids.is_empty() || !ids.len().is_multiple_of(n) {
             return Err(GuardError::Input(format!(
                 "{} tokens in sequences of {n}",
                 ids.len()
