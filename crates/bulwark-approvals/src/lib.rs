@@ -40,4 +40,4 @@ pub mod webhook;
 
 pub use desk::{Desk, Outcome};
 pub use request::{Ask, Request, Status};
-pub use store::{Store, StoreError};
+pub use store::{ChangeFn, Shared, Store, StoreError};

@@ -6,6 +6,12 @@
 //! Every change is a read-modify-write under an exclusive lock on a sibling `.lock` file,
 //! and a write replaces the file atomically (write, sync, rename). Reads that change
 //! nothing reuse the last parsed copy while the file's stamp (mtime, size) is unchanged.
+//!
+//! Replicas on different machines share no directory: with `state.backend: redis` the same
+//! document lives in the shared state store instead ([`Store::shared`] over a [`Shared`]
+//! backend), with the same rules — one change at a time under a lock whose wait is bounded,
+//! a version number standing in for the file's stamp — so a request created on one replica
+//! is listed, answered and used through any other.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -31,6 +37,10 @@ pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The shared store did not answer (or its lock stayed held past [`LOCK_WAIT`]): the
+    /// call reads as unanswerable, never as approved.
+    #[error("the shared approvals store: {0}")]
+    Shared(String),
     /// The file system refused.
     #[error("{0}: {1}")]
     Io(PathBuf, std::io::Error),
@@ -54,16 +64,50 @@ struct Doc {
     requests: Vec<Request>,
 }
 
-/// What tells one version of the file from the next: every write is a new file (renamed
-/// over the old), so a new inode, even within one tick of the file system's clock.
-type Stamp = Option<(u64, SystemTime, u64)>;
+/// What tells one version of the document from the next. For the file: every write is a
+/// new file (renamed over the old), so a new inode, even within one tick of the file
+/// system's clock. For a shared backend: its version number, raised by every write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stamp {
+    File(u64, SystemTime, u64),
+    Shared(u64),
+}
 
-/// The approvals file of one state directory.
+/// One change's closure over the stored document: given what is stored (`None`: nothing
+/// yet), the document to write, or `None` to leave it as it is.
+pub type ChangeFn<'a> = dyn FnMut(Option<&[u8]>) -> Option<Vec<u8>> + 'a;
+
+/// Where the approvals document lives when replicas share no directory (the Redis state
+/// store implements it). The document is opaque to the backend: a JSON text this module
+/// writes and reads.
+pub trait Shared: Send + Sync {
+    /// Where it is, for messages (no secrets: a URL without its password).
+    fn describe(&self) -> String;
+    /// The document's version: changes with every write (0 before the first).
+    fn version(&self) -> Result<u64, String>;
+    /// The document and its version, read together.
+    fn load(&self) -> Result<(u64, Option<Vec<u8>>), String>;
+    /// Runs `f` once on the document under the backend's lock, waiting at most `wait` for
+    /// the lock, and writes what `f` returns (only while the lock is still this change's);
+    /// the new version when something was written.
+    fn change(
+        &self,
+        wait: std::time::Duration,
+        f: &mut ChangeFn<'_>,
+    ) -> Result<Option<u64>, String>;
+}
+
+enum Place {
+    File { path: PathBuf, lock: PathBuf },
+    Shared(Arc<dyn Shared>),
+}
+
+/// The approvals of one state directory, or of a deployment's shared store.
 pub struct Store {
+    place: Place,
     path: PathBuf,
-    lock: PathBuf,
     max_pending: usize,
-    cache: Mutex<(Stamp, Arc<Vec<Request>>)>,
+    cache: Mutex<(Option<Stamp>, Arc<Vec<Request>>)>,
 }
 
 fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -85,7 +129,10 @@ impl Store {
             .map_err(|e| StoreError::Io(dir.to_path_buf(), e))?;
         let path = dir.join("requests.json");
         let s = Store {
-            lock: path.with_extension("lock"),
+            place: Place::File {
+                lock: path.with_extension("lock"),
+                path: path.clone(),
+            },
             path,
             max_pending: max_pending.max(1),
             cache: Mutex::new((None, Arc::new(Vec::new()))),
@@ -94,15 +141,49 @@ impl Store {
         Ok(s)
     }
 
-    /// Where the requests are.
+    /// The store kept in `backend`, shared by every replica that uses it. Opening does not
+    /// reach the backend: one out of reach is an error at the first use, as one lost later.
+    pub fn shared(backend: Arc<dyn Shared>, max_pending: usize) -> Store {
+        Store {
+            path: PathBuf::from(backend.describe()),
+            place: Place::Shared(backend),
+            max_pending: max_pending.max(1),
+            cache: Mutex::new((None, Arc::new(Vec::new()))),
+        }
+    }
+
+    /// Where the requests are (for a shared store, its description).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    fn stamp(&self) -> Stamp {
+    /// Whether the requests live in a store other machines share.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.place, Place::Shared(_))
+    }
+
+    fn stamp(&self) -> Result<Option<Stamp>, StoreError> {
         use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(&self.path).ok()?;
-        Some((m.ino(), m.modified().ok()?, m.len()))
+        match &self.place {
+            Place::File { path, .. } => Ok(std::fs::metadata(path)
+                .ok()
+                .and_then(|m| Some(Stamp::File(m.ino(), m.modified().ok()?, m.len())))),
+            Place::Shared(b) => Ok(Some(Stamp::Shared(
+                b.version().map_err(StoreError::Shared)?,
+            ))),
+        }
+    }
+
+    fn parse(&self, text: &[u8]) -> Result<Vec<Request>, StoreError> {
+        if text.len() as u64 > MAX_FILE {
+            return Err(StoreError::Corrupt(
+                self.path.clone(),
+                format!("{} bytes, over the {MAX_FILE}-byte limit", text.len()),
+            ));
+        }
+        let doc: Doc = serde_json::from_slice(text)
+            .map_err(|e| StoreError::Corrupt(self.path.clone(), e.to_string()))?;
+        Ok(doc.requests)
     }
 
     fn read(&self) -> Result<Vec<Request>, StoreError> {
@@ -118,21 +199,30 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(StoreError::Io(self.path.clone(), e)),
         };
-        let doc: Doc = serde_json::from_str(&text)
-            .map_err(|e| StoreError::Corrupt(self.path.clone(), e.to_string()))?;
-        Ok(doc.requests)
+        self.parse(text.as_bytes())
     }
 
     /// Every request, oldest first, as last written by anyone.
     pub fn view(&self) -> Result<Arc<Vec<Request>>, StoreError> {
-        let stamp = self.stamp();
+        let stamp = self.stamp()?;
         {
             let c = guard(&self.cache);
             if stamp.is_some() && c.0 == stamp {
                 return Ok(Arc::clone(&c.1));
             }
         }
-        let requests = Arc::new(self.read()?);
+        let (stamp, requests) = match &self.place {
+            Place::File { .. } => (stamp, self.read()?),
+            Place::Shared(b) => {
+                let (version, doc) = b.load().map_err(StoreError::Shared)?;
+                let requests = match doc {
+                    Some(d) => self.parse(&d)?,
+                    None => Vec::new(),
+                };
+                (Some(Stamp::Shared(version)), requests)
+            }
+        };
+        let requests = Arc::new(requests);
         *guard(&self.cache) = (stamp, Arc::clone(&requests));
         Ok(requests)
     }
@@ -150,36 +240,77 @@ impl Store {
         now_s: u64,
         f: impl FnOnce(&mut Vec<Request>) -> Result<R, StoreError>,
     ) -> Result<(R, Vec<Request>), StoreError> {
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.lock)
-            .map_err(|e| StoreError::Io(self.lock.clone(), e))?;
-        // Bounded: a process that holds the lock and hangs (or is stopped) must not freeze
-        // every front sharing the directory.
-        let started = std::time::Instant::now();
-        loop {
-            match lock.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(StoreError::Io(
-                        self.lock.clone(),
-                        std::io::Error::other(format!(
-                            "another process has held the approvals lock for over {} s",
-                            LOCK_WAIT.as_secs()
-                        )),
-                    ));
-                }
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(StoreError::Io(self.lock.clone(), e));
-                }
-            }
+        match &self.place {
+            Place::File { path, lock } => self.change_file(path, lock, now_s, f),
+            Place::Shared(b) => self.change_shared(b.as_ref(), now_s, f),
         }
-        let mut requests = self.read()?;
+    }
+
+    fn change_shared<R>(
+        &self,
+        backend: &dyn Shared,
+        now_s: u64,
+        f: impl FnOnce(&mut Vec<Request>) -> Result<R, StoreError>,
+    ) -> Result<(R, Vec<Request>), StoreError> {
+        let mut f = Some(f);
+        let mut out = None;
+        let written = backend
+            .change(LOCK_WAIT, &mut |doc| {
+                let f = f.take()?;
+                let requests = match doc.map(|d| self.parse(d)).transpose() {
+                    Ok(r) => r.unwrap_or_default(),
+                    Err(e) => {
+                        out = Some(Err(e));
+                        return None;
+                    }
+                };
+                match self.apply(requests, now_s, f) {
+                    Ok((r, expired, requests, changed)) => {
+                        let text = changed.then(|| self.encode(&requests));
+                        match text {
+                            Some(Err(e)) => {
+                                out = Some(Err(e));
+                                None
+                            }
+                            Some(Ok(t)) => {
+                                out = Some(Ok((r, expired, requests)));
+                                Some(t)
+                            }
+                            None => {
+                                out = Some(Ok((r, expired, requests)));
+                                None
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        out = Some(Err(e));
+                        None
+                    }
+                }
+            })
+            .map_err(StoreError::Shared)?;
+        let Some(out) = out else {
+            return Err(StoreError::Shared("the change did not run".into()));
+        };
+        let (r, expired, requests) = out?;
+        let mut c = guard(&self.cache);
+        match written {
+            Some(v) => *c = (Some(Stamp::Shared(v)), Arc::new(requests)),
+            // Unchanged: the cached copy may be older than what was read; read it afresh
+            // next time.
+            None => c.0 = None,
+        }
+        Ok((r, expired))
+    }
+
+    /// Expiry, `f`, trimming: the requests after one change, and whether anything changed.
+    #[allow(clippy::type_complexity)]
+    fn apply<R>(
+        &self,
+        mut requests: Vec<Request>,
+        now_s: u64,
+        f: impl FnOnce(&mut Vec<Request>) -> Result<R, StoreError>,
+    ) -> Result<(R, Vec<Request>, Vec<Request>, bool), StoreError> {
         let before = serde_json::to_vec(&requests).unwrap_or_default();
         let mut expired = Vec::new();
         for r in requests.iter_mut() {
@@ -199,10 +330,51 @@ impl Store {
         }
         let out = f(&mut requests)?;
         self.trim(&mut requests);
-        if serde_json::to_vec(&requests).unwrap_or_default() != before {
-            self.write(&requests)?;
+        let changed = serde_json::to_vec(&requests).unwrap_or_default() != before;
+        Ok((out, expired, requests, changed))
+    }
+
+    fn change_file<R>(
+        &self,
+        path: &Path,
+        lock_path: &Path,
+        now_s: u64,
+        f: impl FnOnce(&mut Vec<Request>) -> Result<R, StoreError>,
+    ) -> Result<(R, Vec<Request>), StoreError> {
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path)
+            .map_err(|e| StoreError::Io(lock_path.to_path_buf(), e))?;
+        // Bounded: a process that holds the lock and hangs (or is stopped) must not freeze
+        // every front sharing the directory.
+        let started = std::time::Instant::now();
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(StoreError::Io(
+                        lock_path.to_path_buf(),
+                        std::io::Error::other(format!(
+                            "another process has held the approvals lock for over {} s",
+                            LOCK_WAIT.as_secs()
+                        )),
+                    ));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(StoreError::Io(lock_path.to_path_buf(), e));
+                }
+            }
         }
-        let stamp = self.stamp();
+        let (out, expired, requests, changed) = self.apply(self.read()?, now_s, f)?;
+        if changed {
+            self.write(path, &requests)?;
+        }
+        let stamp = self.stamp()?;
         *guard(&self.cache) = (stamp, Arc::new(requests));
         drop(lock);
         Ok((out, expired))
@@ -224,16 +396,20 @@ impl Store {
         });
     }
 
-    fn write(&self, requests: &[Request]) -> Result<(), StoreError> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
+    fn encode(&self, requests: &[Request]) -> Result<Vec<u8>, StoreError> {
         let doc = Doc {
             version: 1,
             requests: requests.to_vec(),
         };
-        let text = serde_json::to_vec_pretty(&doc)
-            .map_err(|e| StoreError::Corrupt(self.path.clone(), e.to_string()))?;
-        let tmp = self.path.with_extension("tmp");
+        serde_json::to_vec_pretty(&doc)
+            .map_err(|e| StoreError::Corrupt(self.path.clone(), e.to_string()))
+    }
+
+    fn write(&self, path: &Path, requests: &[Request]) -> Result<(), StoreError> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let text = self.encode(requests)?;
+        let tmp = path.with_extension("tmp");
         let io = |e| StoreError::Io(tmp.clone(), e);
         let mut f = OpenOptions::new()
             .create(true)
@@ -244,7 +420,7 @@ impl Store {
             .map_err(io)?;
         f.write_all(&text).map_err(io)?;
         f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| StoreError::Io(self.path.clone(), e))
+        std::fs::rename(&tmp, path).map_err(|e| StoreError::Io(path.to_path_buf(), e))
     }
 
     /// How many requests may be pending at once.

@@ -36,6 +36,7 @@ pub mod files;
 pub mod keys;
 pub mod log;
 pub mod metrics;
+pub mod otlp;
 pub mod record;
 pub mod telemetry;
 pub mod verify;

@@ -77,6 +77,7 @@ pub struct Gate {
     store: Arc<dyn Store>,
     clock: Clock,
     audit: Option<Arc<AuditLog>>,
+    tracer: Option<Arc<bulwark_audit::otlp::Exporter>>,
     metrics: Option<Arc<Metrics>>,
     desk: Option<Arc<Desk>>,
     /// The approval channels this front can take an answer on; `None`: not known (a gate
@@ -110,6 +111,7 @@ impl Gate {
             store,
             clock: Clock::default(),
             audit: None,
+            tracer: None,
             metrics: None,
             desk: None,
             reachable: None,
@@ -176,6 +178,17 @@ impl Gate {
     pub fn with_audit(mut self, audit: Option<Arc<AuditLog>>) -> Gate {
         self.audit = audit;
         self
+    }
+
+    /// Exports a span per decided request to an OpenTelemetry collector.
+    pub fn with_tracer(mut self, tracer: Option<Arc<bulwark_audit::otlp::Exporter>>) -> Gate {
+        self.tracer = tracer;
+        self
+    }
+
+    /// Where spans go, when traces are exported.
+    pub fn tracer(&self) -> Option<&Arc<bulwark_audit::otlp::Exporter>> {
+        self.tracer.as_ref()
     }
 
     /// Counts every decision, and times the stages of a sample, in `metrics`.

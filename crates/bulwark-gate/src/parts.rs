@@ -83,11 +83,6 @@ impl Gate {
     /// audit log, metrics when counted, and the desk over the state directory's approvals
     /// (recording into the same log). Warmed up.
     pub fn assemble(p: Parts) -> Result<Gate, PartsError> {
-        let requests = bulwark_approvals::Store::open(
-            &p.state_dir.join("approvals"),
-            p.policy.approvals.max_pending,
-        )?;
-        let desk = Desk::new(requests, p.approval_key, p.front).with_audit(p.audit.clone());
         let store: Arc<dyn Store> = match (p.store, p.policy.state.backend) {
             (Some(s), _) => s,
             (None, StateBackend::Redis) => return Err(PartsError::NoSharedStore("redis")),
@@ -95,6 +90,17 @@ impl Gate {
                 Arc::new(Self::memory_store(&p.policy, p.ledger, &p.state_dir)?)
             }
         };
+        // Replicas share the store, not a directory: their requests go where the store is.
+        let requests = match Arc::clone(&store).approvals() {
+            Some(shared) => {
+                bulwark_approvals::Store::shared(shared, p.policy.approvals.max_pending)
+            }
+            None => bulwark_approvals::Store::open(
+                &p.state_dir.join("approvals"),
+                p.policy.approvals.max_pending,
+            )?,
+        };
+        let desk = Desk::new(requests, p.approval_key, p.front).with_audit(p.audit.clone());
         // Every front runs the approvals service (the inbox, a webhook); the CLI needs the
         // admin listener; in-protocol answers come through the MCP front, header tokens
         // through the proxy.

@@ -164,6 +164,14 @@ pub trait Store: Send + Sync {
         Ok(())
     }
 
+    /// Where approval requests live when this store is shared by replicas on other machines
+    /// (they share no state directory): a backend for [`bulwark_approvals::Store::shared`],
+    /// so a request created on one replica is answered and used through any other. `None`
+    /// (the in-process store): the requests stay in the state directory's file.
+    fn approvals(self: Arc<Self>) -> Option<Arc<dyn bulwark_approvals::Shared>> {
+        None
+    }
+
     /// Whether other processes share this store. A shared store's time stamps are compared
     /// across processes, so a gate on it reads the wall clock ([`crate::Clock::wall`])
     /// instead of one counting from its own start.

@@ -59,6 +59,9 @@ pub struct Config {
     pub command: Vec<OsString>,
     /// The policy file given (the slot a first fleet rollback returns to).
     pub fleet_policy_file: Option<PathBuf>,
+    /// Export a span per request to this OpenTelemetry collector (the binary reads the
+    /// standard `OTEL_EXPORTER_OTLP_*` variables).
+    pub otlp: Option<bulwark_audit::otlp::Settings>,
 }
 
 impl Config {
@@ -78,6 +81,7 @@ impl Config {
             upstream_allow_internal: false,
             command: Vec::new(),
             fleet_policy_file: None,
+            otlp: None,
         }
     }
 }
@@ -319,6 +323,7 @@ impl Front {
             upstream_allow_internal,
             command,
             fleet_policy_file,
+            otlp,
         } = config;
         let policy = &parts.policy;
         env.extend(policy.mcp.env.iter().cloned());
@@ -348,7 +353,14 @@ impl Front {
         let pins = PinFile::open(&pins_dir, &identity)?;
         parts.count = admin.is_some();
         parts.admin = admin.is_some();
-        let gate = Arc::new(Gate::assemble(parts)?);
+        let tracer = match otlp {
+            Some(s) => Some(Arc::new(
+                bulwark_audit::otlp::Exporter::start(s)
+                    .map_err(|e| FrontError::Setup(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let gate = Arc::new(Gate::assemble(parts)?.with_tracer(tracer));
         let device = bulwark_fleet::runtime::start_on_own_thread(
             "mcp",
             Some(&identity),
@@ -447,6 +459,7 @@ impl Front {
                     guard,
                     identity: callers,
                     max_sessions: max_sessions.max(1),
+                    traced: gate.tracer().is_some(),
                     ..HttpConfig::default()
                 },
                 Box::new(move |line| eprintln!("bulwark mcp [{log_name}]: {line}")),

@@ -615,6 +615,9 @@ impl Gateway {
     /// One line in the log for a decision that did not simply allow.
     fn logged(&self, call: &Call, ruling: Ruling) -> Ruling {
         let d = &ruling.decision;
+        if self.gate.tracer().is_some() {
+            crate::trace::decided(d);
+        }
         if d.decision > Verdict::Allow {
             (self.log)(&format!(
                 "{} {} {}: {}{}",
@@ -696,7 +699,21 @@ impl Gateway {
                 }
                 Vec::new()
             }
-            Kind::Request { id, method } => self.client_request(msg, id, method, now_ms, None),
+            Kind::Request { id, method } => match self.gate.tracer() {
+                None => self.client_request(msg, id, method, now_ms, None),
+                Some(tracer) => {
+                    let span = crate::trace::start(
+                        &msg,
+                        &id,
+                        &method,
+                        &self.config.session,
+                        &self.config.server,
+                    );
+                    let mut outs = self.client_request(msg, id.clone(), method, now_ms, None);
+                    tracer.export(crate::trace::finish(span, &id, &mut outs));
+                    outs
+                }
+            },
             Kind::Notification { method } => {
                 if method == "notifications/cancelled"
                     && let Some(req) = jsonrpc::at(&msg, "/params/requestId")
@@ -1948,6 +1965,150 @@ mod tests {
 
     fn call(id: u64, tool: &str, args: Value) -> Value {
         json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}})
+    }
+
+    /// A loopback OTLP/HTTP receiver: every export request's JSON body, as it arrived.
+    fn receiver() -> (String, std::sync::mpsc::Receiver<Value>) {
+        use std::io::{BufRead, Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for conn in l.incoming() {
+                let Ok(conn) = conn else { continue };
+                let mut r = std::io::BufReader::new(conn.try_clone().unwrap());
+                let (mut len, mut line) = (0usize, String::new());
+                let mut request_line = String::new();
+                r.read_line(&mut request_line).unwrap();
+                assert!(
+                    request_line.starts_with("POST /v1/traces "),
+                    "{request_line}"
+                );
+                loop {
+                    line.clear();
+                    r.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap();
+                    }
+                }
+                let mut body = vec![0; len];
+                r.read_exact(&mut body).unwrap();
+                let mut w = conn;
+                w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+                    .unwrap();
+                let _ = tx.send(serde_json::from_slice(&body).unwrap());
+            }
+        });
+        (format!("http://{addr}/v1/traces"), rx)
+    }
+
+    fn attr<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
+        span["attributes"]
+            .as_array()?
+            .iter()
+            .find(|a| a["key"] == key)
+            .map(|a| &a["value"])
+    }
+
+    #[test]
+    fn decided_requests_are_traced_with_the_mcp_conventions_in_the_callers_trace() {
+        let (endpoint, spans) = receiver();
+        let tracer = bulwark_audit::otlp::Exporter::start(bulwark_audit::otlp::Settings {
+            endpoint,
+            service: "bulwark-test".into(),
+            instance: "replica-a".into(),
+            queue: 16,
+        })
+        .unwrap();
+        let tracer = Arc::new(tracer);
+        let g = on(
+            Gate::new(Policy::builtin().unwrap(), "mcp").with_tracer(Some(Arc::clone(&tracer))),
+            8,
+        );
+        listed(&g, &["bash"]);
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        // Refused: the decision and its reason are on the span, which is an error.
+        let mut refused = call(7, "bash", json!({"command": "rm -rf /"}));
+        refused["params"]["_meta"] = json!({"traceparent": tp});
+        let outs = client(&g, refused);
+        assert!(matches!(&outs[..], [Out::Client(_)]), "{outs:?}");
+        // Allowed: forwarded, and the copy upstream names the gateway's span as its parent.
+        let mut allowed = call(8, "bash", json!({"command": "ls"}));
+        allowed["params"]["_meta"] = json!({"traceparent": tp});
+        let outs = client(&g, allowed);
+        let [Out::Server(fwd)] = &outs[..] else {
+            panic!("{outs:?}")
+        };
+        let forwarded = fwd["params"]["_meta"]["traceparent"].as_str().unwrap();
+        assert!(forwarded.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"));
+        assert!(!forwarded.contains("00f067aa0ba902b7"), "{forwarded}");
+
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            let body = spans
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("the exporter posts within its flush interval");
+            let resource = &body["resourceSpans"][0];
+            assert_eq!(
+                resource["resource"]["attributes"][0],
+                json!({"key": "service.name", "value": {"stringValue": "bulwark-test"}})
+            );
+            got.extend(
+                resource["scopeSpans"][0]["spans"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .cloned(),
+            );
+        }
+        assert_eq!(tracer.dropped(), 0);
+        let by_id = |id: &str| {
+            got.iter()
+                .find(|s| attr(s, "jsonrpc.request.id") == Some(&json!({"stringValue": id})))
+                .unwrap_or_else(|| panic!("no span for request {id}: {got:?}"))
+                .clone()
+        };
+        let list = by_id("list");
+        assert_eq!(list["name"], "tools/list");
+        assert_eq!(
+            attr(&list, "mcp.method.name"),
+            Some(&json!({"stringValue": "tools/list"}))
+        );
+        assert!(list.get("parentSpanId").is_none());
+
+        let r = by_id("7");
+        assert_eq!(r["name"], "tools/call bash");
+        assert_eq!(r["kind"], 2);
+        assert_eq!(r["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(r["parentSpanId"], "00f067aa0ba902b7");
+        assert_eq!(r["status"]["code"], 2);
+        for (k, v) in [
+            ("mcp.method.name", "tools/call"),
+            ("gen_ai.tool.name", "bash"),
+            ("gen_ai.operation.name", "execute_tool"),
+            ("bulwark.decision", "block"),
+        ] {
+            assert_eq!(attr(&r, k), Some(&json!({"stringValue": v})), "{k}: {r}");
+        }
+        assert!(attr(&r, "bulwark.reason").is_some());
+        assert!(attr(&r, "bulwark.reason_code").is_some());
+        // The session id is there as a digest, never as itself.
+        let sid = attr(&r, "mcp.session.id").unwrap()["stringValue"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(sid, crate::trace::session_digest("s"));
+
+        let a = by_id("8");
+        assert_eq!(
+            attr(&a, "bulwark.decision"),
+            Some(&json!({"stringValue": "allow"}))
+        );
+        assert!(a.get("status").is_none());
+        assert!(forwarded.contains(a["spanId"].as_str().unwrap()));
     }
 
     #[test]

@@ -34,3 +34,4 @@ pub mod port;
 pub mod remote;
 pub mod roots;
 pub mod stdio;
+pub mod trace;

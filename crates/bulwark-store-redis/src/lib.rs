@@ -46,8 +46,10 @@
 //! past `limits.max_sessions`, `P:b:…` buckets (expiring after their period, when they
 //! would be full again), `P:v:HASH` cached verdicts (expiring with the verdict), `P:pins:*`
 //! pins (at most [`MAX_PINS`], never evicted, as in process), `P:kill` the kill switch,
-//! `P:tok:MAC` used tokens (expiring with the token).
+//! `P:tok:MAC` used tokens (expiring with the token), `P:appr:*` approval requests (the
+//! `approvals` module: one document, bounded as the desk's file is).
 
+mod approvals;
 mod scripts;
 
 use std::cell::RefCell;
@@ -163,6 +165,7 @@ struct Scripts {
     merge: Script,
     accept: Script,
     export: Script,
+    approvals_write: Script,
 }
 
 /// The store on a Redis server, shared by every replica that names the same server and
@@ -272,6 +275,7 @@ impl RedisStore {
                 merge: Script::new(scripts::MERGE),
                 accept: Script::new(scripts::ACCEPT),
                 export: Script::new(scripts::EXPORT),
+                approvals_write: Script::new(scripts::APPROVALS_WRITE),
             },
             local: None,
             degraded: AtomicBool::new(false),
@@ -1200,6 +1204,10 @@ impl Store for RedisStore {
 
     fn shared(&self) -> bool {
         true
+    }
+
+    fn approvals(self: Arc<Self>) -> Option<Arc<dyn bulwark_approvals::Shared>> {
+        Some(Arc::new(approvals::Approvals(self)))
     }
 
     fn degraded(&self) -> Option<String> {

@@ -229,3 +229,14 @@ for i = 1, 5 do
 end
 return out
 "#;
+
+/// Writes the approvals document while this change still holds its lock, raises the
+/// version and lets go. KEYS: document, version, lock. ARGV: owner, document. Returns the
+/// new version, or -1 when the lock was lost (held past its lifetime): nothing written.
+pub const APPROVALS_WRITE: &str = r#"
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
+redis.call('SET', KEYS[1], ARGV[2])
+local v = redis.call('INCR', KEYS[2])
+redis.call('DEL', KEYS[3])
+return v
+"#;

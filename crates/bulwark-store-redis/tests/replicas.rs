@@ -480,3 +480,168 @@ fn a_policy_asking_for_redis_is_not_assembled_on_memory() {
     assert!(g.store().shared());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A replica's approvals desk, on the store the gate would give it.
+fn desk(redis: &Redis, max_pending: usize) -> bulwark_approvals::Desk {
+    let store = Arc::new(RedisStore::for_policy(&load(&policy(redis, ""))).unwrap());
+    let shared = store.approvals().expect("a shared store keeps approvals");
+    bulwark_approvals::Desk::new(
+        bulwark_approvals::Store::shared(shared, max_pending),
+        [9; 32],
+        "mcp",
+    )
+}
+
+fn ask(digest: char, timeout_s: u64) -> bulwark_approvals::Ask {
+    bulwark_approvals::Ask {
+        digest: digest.to_string().repeat(64),
+        front: "mcp".into(),
+        tool: "deploy".into(),
+        server: None,
+        session: "s".into(),
+        principal: None,
+        policy_version: "v1".into(),
+        args: json!({"env": "prod"}),
+        reason: "deploys need a person".into(),
+        rule_id: None,
+        severity: None,
+        timeout_s,
+    }
+}
+
+#[test]
+fn a_pending_approval_created_on_one_replica_is_answered_and_used_through_another() {
+    use bulwark_approvals::{Outcome, Status};
+    let redis = Redis::start();
+    let (a, b, c) = (desk(&redis, 10), desk(&redis, 10), desk(&redis, 10));
+    let now = 1_000;
+    // A call held on replica A asks for a person.
+    let Outcome::Pending(r) = a.ask(&ask('d', 300), now) else {
+        panic!("a new request is pending")
+    };
+    // B (its console, its admin API, the CLI through it) lists it and answers it.
+    let listed = b.list(now + 1).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, r.id);
+    assert_eq!(listed[0].status, Status::Pending);
+    assert!(listed[0].token.is_none(), "a listing never shows a token");
+    let approved = b.decide(&r.id, true, "console", None, now + 2).unwrap();
+    assert_eq!(approved.status, Status::Approved);
+    // A second answer, from a third replica, is refused: it is not pending any more.
+    assert!(matches!(
+        c.decide(&r.id, false, "cli", None, now + 3),
+        Err(bulwark_approvals::StoreError::NotPending(..))
+    ));
+    // The held call on A learns it and goes through once.
+    assert!(matches!(a.poll(&r.id, now + 3), Outcome::Granted(_)));
+    // Used: the same call on C asks afresh instead of passing a second time.
+    assert!(matches!(c.ask(&ask('d', 300), now + 4), Outcome::Pending(n) if n.id != r.id));
+    assert_eq!(b.store().get(&r.id).unwrap().unwrap().status, Status::Used);
+}
+
+#[test]
+fn a_shared_approval_is_granted_to_exactly_one_replica_when_raced() {
+    use bulwark_approvals::Outcome;
+    let redis = Redis::start();
+    let first = desk(&redis, 10);
+    let Outcome::Pending(r) = first.ask(&ask('e', 300), 1_000) else {
+        panic!("pending")
+    };
+    first.decide(&r.id, true, "cli", None, 1_001).unwrap();
+    let desks: Vec<_> = (0..3).map(|_| Arc::new(desk(&redis, 10))).collect();
+    let granted = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..9)
+        .map(|i| {
+            let (d, granted, id) = (
+                Arc::clone(&desks[i % 3]),
+                Arc::clone(&granted),
+                r.id.clone(),
+            );
+            std::thread::spawn(move || {
+                if matches!(d.poll(&id, 1_002), Outcome::Granted(_)) {
+                    granted.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(granted.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn shared_approvals_expire_stay_bounded_and_refuse_when_the_store_is_away() {
+    use bulwark_approvals::{Outcome, Status};
+    let mut redis = Redis::start();
+    let (a, b) = (desk(&redis, 2), desk(&redis, 2));
+    // Expiry: nobody answered within the timeout, seen as a timeout on the other replica.
+    let Outcome::Pending(r) = a.ask(&ask('f', 5), 1_000) else {
+        panic!("pending")
+    };
+    assert_eq!(b.list(1_006).unwrap()[0].status, Status::Expired);
+    assert!(matches!(b.poll(&r.id, 1_006), Outcome::TimedOut(_)));
+    assert!(matches!(
+        b.decide(&r.id, true, "cli", None, 1_007),
+        Err(bulwark_approvals::StoreError::NotPending(..))
+    ));
+    // approvals.max_pending holds for the deployment, not per replica.
+    assert!(matches!(a.ask(&ask('g', 300), 1_010), Outcome::Pending(_)));
+    assert!(matches!(b.ask(&ask('h', 300), 1_010), Outcome::Pending(_)));
+    assert!(matches!(
+        a.ask(&ask('i', 300), 1_010),
+        Outcome::Unavailable(_)
+    ));
+    assert!(matches!(
+        b.ask(&ask('j', 300), 1_010),
+        Outcome::Unavailable(_)
+    ));
+    // The store away: a call that needs a person is refused (never granted), and an answer
+    // cannot be given; back, everything is where it was, without a restart.
+    redis.stop();
+    assert!(matches!(
+        a.ask(&ask('g', 300), 1_011),
+        Outcome::Unavailable(_)
+    ));
+    assert!(b.list(1_011).is_err());
+    redis.restart();
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let pending: Vec<_> = b
+        .list(1_012)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.status == Status::Pending)
+        .collect();
+    assert_eq!(pending.len(), 2);
+}
+
+#[test]
+fn an_assembled_gate_on_redis_keeps_its_approvals_in_the_shared_store() {
+    let redis = Redis::start();
+    let yaml = policy(&redis, "");
+    let dir = std::env::temp_dir().join(format!("bwk-assemble-{}", std::process::id()));
+    let gate = |front| {
+        Gate::assemble(bulwark_gate::Parts {
+            front,
+            policy: load(&yaml),
+            source: bulwark_gate::PolicySource::Builtin,
+            state_dir: dir.join(front),
+            audit: None,
+            approval_key: [9; 32],
+            count: false,
+            ledger: false,
+            store: Some(Arc::new(RedisStore::for_policy(&load(&yaml)).unwrap())),
+            admin: false,
+        })
+        .unwrap()
+    };
+    // Two fronts with different state directories: only the shared store joins them.
+    let (a, b) = (gate("mcp"), gate("proxy"));
+    let (da, db) = (a.desk().unwrap(), b.desk().unwrap());
+    assert!(da.store().is_shared());
+    let bulwark_approvals::Outcome::Pending(r) = da.ask(&ask('k', 300), 1_000) else {
+        panic!("pending")
+    };
+    assert!(db.store().get(&r.id).unwrap().is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,6 +15,11 @@
 //! nothing but the hop under test differs. `cargo bench -p bulwark --bench mcp_http_load`
 //! prints Markdown tables for docs/benchmarks.md: latency at each rate with the gateway's CPU time
 //! per call, and each path's maximum throughput.
+//!
+//! With `BULWARK_BENCH_SCALE_OUT=1` it measures the scale-out instead (issue 28): the
+//! throughput of one `bulwark mcp --listen` replica against three, all on one
+//! `redis-server` it starts (`state.backend: redis`), each behind the same round-robin TCP
+//! balancer in this program, in front of the same upstream, in alternating rounds of one run.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
@@ -199,7 +204,11 @@ impl Conn {
 
 /// Opens an MCP session at `addr`; returns its id.
 fn session(addr: &str) -> String {
-    let mut c = Conn::open(addr);
+    session_on(&mut Conn::open(addr))
+}
+
+/// Opens an MCP session on connection `c`; returns its id.
+fn session_on(c: &mut Conn) -> String {
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"load","version":"1"}}});
     let (code, sid, body) = c.post(None, &init.to_string());
     assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
@@ -328,8 +337,175 @@ impl Drop for Gateway {
     }
 }
 
+/// A round-robin TCP balancer: each new connection goes to the next of `to`.
+fn serve_balancer(listener: TcpListener, to: Vec<String>) {
+    for (n, conn) in listener.incoming().enumerate() {
+        let Ok(a) = conn else { continue };
+        let Ok(b) = TcpStream::connect(&to[n % to.len()]) else {
+            continue;
+        };
+        let _ = a.set_nodelay(true);
+        let _ = b.set_nodelay(true);
+        let (mut a2, mut b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
+        let (mut a, mut b) = (a, b);
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut a, &mut b);
+        });
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut b2, &mut a2);
+        });
+    }
+}
+
+/// Calls per second through `addr` for `secs` seconds, `WORKERS` connections each with its
+/// own session (opened on that connection), each sending its next call when the last was
+/// answered: sessions are what a shared store serialises on, so a deployment's many
+/// sessions are what spreads over replicas.
+fn closed_loop_sessions(addr: &str, secs: f64) -> f64 {
+    let ready = Arc::new(std::sync::Barrier::new(WORKERS + 1));
+    let handles: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let (addr, ready) = (addr.to_string(), Arc::clone(&ready));
+            std::thread::spawn(move || {
+                let mut c = Conn::open(&addr);
+                let sid = session_on(&mut c);
+                ready.wait();
+                let stop = Instant::now() + Duration::from_secs_f64(secs);
+                let mut n = 0u64;
+                while Instant::now() < stop {
+                    let call = json!({"jsonrpc":"2.0","id":n + 2,"method":"tools/call","params":{"name":"echo","arguments":{"message":format!("throughput {w}-{n}")}}});
+                    let (code, _, body) = c.post(Some(&sid), &call.to_string());
+                    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    ready.wait();
+    let calls: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    calls as f64 / secs
+}
+
+/// `redis-server` on a free port, for the scale-out comparison: no persistence (what is
+/// measured is the decision's round trips, not the disk).
+fn start_redis() -> (Gateway, String) {
+    let (l, addr) = listen();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server (scripts/setup-peers installs it)");
+    let started = Instant::now();
+    while TcpStream::connect(&addr).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (Gateway(child), format!("redis://{addr}"))
+}
+
+fn start_gateway(
+    state: &std::path::Path,
+    policy: &std::path::Path,
+    up_addr: &str,
+) -> (Gateway, String) {
+    let (l, addr) = listen();
+    drop(l);
+    let gw = Gateway(
+        Command::new(std::env::var("BULWARK_BIN").unwrap_or_else(|_| BIN.to_string()))
+            .args(["mcp", "--policy", policy.to_str().unwrap()])
+            .args(["--state-dir", state.to_str().unwrap()])
+            .args(["--listen", &addr])
+            .args(["--upstream-url", &format!("http://{up_addr}/mcp")])
+            .arg("--upstream-allow-internal")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let started = Instant::now();
+    while TcpStream::connect(&addr).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (gw, addr)
+}
+
+/// One replica against three on one Redis, each behind the same kind of balancer.
+fn scale_out() {
+    let (up, up_addr) = listen();
+    std::thread::spawn(move || serve_upstream(up));
+    let (_redis, url) = start_redis();
+    let (state, policy) = common::state_and_policy("bulwark-scale-out-load");
+    let mut text = std::fs::read_to_string(&policy).unwrap();
+    text.push_str(&format!(
+        "\nstate: {{ backend: redis, url: '{url}', prefix: load, timeout_ms: 500 }}\n"
+    ));
+    std::fs::write(&policy, text).unwrap();
+    let mut gateways = Vec::new();
+    let mut addrs = Vec::new();
+    for n in 0..4 {
+        let dir = state.join(format!("replica-{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        if n > 0 {
+            // One approval key for the deployment, as docs/scale-out.md asks.
+            let _ = std::fs::copy(
+                state.join("replica-0/approval.key"),
+                dir.join("approval.key"),
+            );
+        }
+        let (gw, addr) = start_gateway(&dir, &policy, &up_addr);
+        gateways.push(gw);
+        addrs.push(addr);
+    }
+    let (l1, one) = listen();
+    let single = vec![addrs[0].clone()];
+    std::thread::spawn(move || serve_balancer(l1, single));
+    let (l3, three) = listen();
+    let trio = addrs[1..].to_vec();
+    std::thread::spawn(move || serve_balancer(l3, trio));
+    let secs: f64 = std::env::var("BULWARK_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5.0);
+    // Warm up both, then alternate so each meets the same moments of a shared machine.
+    closed_loop_sessions(&one, 1.0);
+    closed_loop_sessions(&three, 1.0);
+    let (mut r1, mut r3) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        r1.push(closed_loop_sessions(&one, secs));
+        r3.push(closed_loop_sessions(&three, secs));
+    }
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!(
+        "| replicas (behind a round-robin balancer, one redis-server) | calls/s, {WORKERS} connections × own session, closed loop, 3 rounds of {secs} s | mean |"
+    );
+    println!("|---|---|---:|");
+    for (name, r) in [("1", &r1), ("3", &r3)] {
+        let all: Vec<String> = r.iter().map(|x| format!("{x:.0}")).collect();
+        let mean = r.iter().sum::<f64>() / r.len() as f64;
+        println!("| {name} | {} | {mean:.0} |", all.join(", "));
+    }
+    let m1 = r1.iter().sum::<f64>() / r1.len() as f64;
+    let m3 = r3.iter().sum::<f64>() / r3.len() as f64;
+    println!(
+        "\n3 vs 1: {:.2}× on {cpus} CPUs (harness, upstream, balancer, Redis and replicas share them)",
+        m3 / m1
+    );
+    drop(gateways);
+    let _ = std::fs::remove_dir_all(&state);
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if std::env::var("BULWARK_BENCH_SCALE_OUT").is_ok_and(|v| v == "1") {
+        scale_out();
         return;
     }
     let (up, up_addr) = listen();

@@ -91,6 +91,13 @@ pub fn admin(common: &Common, addr: Option<&str>) -> Result<Option<bulwark_admin
     }))
 }
 
+/// Where OpenTelemetry traces go, from the standard variables
+/// (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`,
+/// `OTEL_SERVICE_NAME`); `None`: no traces.
+pub fn otlp() -> Option<bulwark_audit::otlp::Settings> {
+    bulwark_audit::otlp::Settings::from_env(|k| std::env::var(k).ok())
+}
+
 /// The secret webhook posts and callbacks are signed with (`BULWARK_WEBHOOK_SECRET`).
 pub fn webhook_secret() -> Option<Vec<u8>> {
     std::env::var("BULWARK_WEBHOOK_SECRET")

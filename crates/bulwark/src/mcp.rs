@@ -27,6 +27,7 @@ pub fn run(args: &McpArgs) -> Result<ExitCode> {
         upstream_allow_internal: args.upstream_allow_internal,
         command: args.command.clone(),
         fleet_policy_file: args.common.policy.clone(),
+        otlp: config::otlp(),
         ..Config::new(config::parts(&args.common, "mcp", args.audit.as_deref())?)
     };
     Ok(match Front::build(config)?.run()? {

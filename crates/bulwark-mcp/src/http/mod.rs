@@ -161,6 +161,9 @@ pub struct HttpConfig {
     /// How long a connection may take to send a request's head (idle keep-alive
     /// connections included).
     pub header_timeout: Duration,
+    /// Traces are exported: a request's `traceparent` header is carried into its message's
+    /// `params._meta` when the message names no trace (`crate::trace`).
+    pub traced: bool,
 }
 
 impl Default for HttpConfig {
@@ -175,6 +178,7 @@ impl Default for HttpConfig {
             max_connections: MAX_CONNECTIONS,
             body_timeout: Duration::from_secs(30),
             header_timeout: Duration::from_secs(30),
+            traced: false,
         }
     }
 }
@@ -694,10 +698,13 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
             "Accept must allow application/json or text/event-stream",
         );
     }
-    let message = match read_body(body, front.config.body_timeout).await {
+    let mut message = match read_body(body, front.config.body_timeout).await {
         Ok(v) => v,
         Err(r) => return r.into_response(),
     };
+    if front.config.traced {
+        crate::trace::adopt_header(&mut message, header_str(&headers, "traceparent"));
+    }
     if stateless::is_stateless(&headers) {
         let conn = parts
             .extensions
