@@ -44,6 +44,9 @@ const MAX_LINE: usize = 400;
 /// Fewer words than this is a label or a call to action ("Learn more about us").
 const MIN_WORDS: usize = 4;
 
+/// More words than this is a paragraph.
+const MAX_WORDS: usize = 60;
+
 /// The compiled request and anchor features.
 #[derive(Debug)]
 pub(crate) struct TaskRequest {
@@ -73,8 +76,7 @@ impl TaskRequest {
     /// for work, with nothing anchoring it to the document.
     pub(crate) fn is_request(&self, folded: &str) -> bool {
         let words = folded.split_whitespace().count();
-        words >= MIN_WORDS
-            && words <= 60
+        (MIN_WORDS..=MAX_WORDS).contains(&words)
             && self.request.is_match(folded)
             && !self.anchor.is_match(&unquoted(folded))
     }
