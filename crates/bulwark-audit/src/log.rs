@@ -150,6 +150,11 @@ struct Inner {
     closed: bool,
     telemetry: Option<crate::telemetry::Sink>,
     telemetry_thread: Option<std::thread::JoinHandle<()>>,
+    /// The store shared by every replica, when the policy names one.
+    shared: Option<Box<dyn crate::telemetry::Forward>>,
+    shared_thread: Option<std::thread::JoinHandle<()>>,
+    /// Rows the shared store had lost when the log last said so.
+    shared_dropped_said: u64,
 }
 
 /// An open audit log.
@@ -172,6 +177,11 @@ pub struct AuditLog {
     _writer_lock: File,
     /// The telemetry queue's (depth, dropped) counters, readable without the writer's lock.
     telemetry_counters: std::sync::OnceLock<(
+        Arc<std::sync::atomic::AtomicU64>,
+        Arc<std::sync::atomic::AtomicU64>,
+    )>,
+    /// The shared store's (depth, dropped) counters, likewise.
+    shared_counters: std::sync::OnceLock<(
         Arc<std::sync::atomic::AtomicU64>,
         Arc<std::sync::atomic::AtomicU64>,
     )>,
@@ -317,6 +327,7 @@ impl AuditLog {
             )),
             _writer_lock: writer_lock,
             telemetry_counters: std::sync::OnceLock::new(),
+            shared_counters: std::sync::OnceLock::new(),
             keys,
             opts,
             inner: Mutex::new(Inner {
@@ -331,6 +342,9 @@ impl AuditLog {
                 closed: false,
                 telemetry: None,
                 telemetry_thread: None,
+                shared: None,
+                shared_thread: None,
+                shared_dropped_said: 0,
             }),
         };
         {
@@ -400,6 +414,27 @@ impl AuditLog {
         g.telemetry_thread = Some(thread);
     }
 
+    /// Also forwards every decision to a store shared by the replicas (whose writer thread
+    /// `close` waits for). Rows it loses are counted, and each checkpoint that follows a
+    /// loss is preceded by a `telemetry` record saying how many: the log stays the record.
+    pub fn attach_shared(
+        &self,
+        shared: Box<dyn crate::telemetry::Forward>,
+        thread: std::thread::JoinHandle<()>,
+    ) {
+        let _ = self.shared_counters.set(shared.counters());
+        let mut g = self.lock();
+        g.shared = Some(shared);
+        g.shared_thread = Some(thread);
+    }
+
+    /// Rows of the shared store (queued, dropped), when one is attached.
+    pub fn shared_queue(&self) -> Option<(u64, u64)> {
+        self.shared_counters
+            .get()
+            .map(|(d, x)| (d.load(Ordering::Relaxed), x.load(Ordering::Relaxed)))
+    }
+
     /// What the telemetry store must hold of this log: every decision recorded so far
     /// (before this process adds rows itself), for [`crate::telemetry::start_for`].
     pub fn telemetry_source(&self) -> crate::telemetry::Source {
@@ -459,6 +494,25 @@ impl AuditLog {
     /// Writes a checkpoint; with `sync`, waits for the disk (ticker and close only: an fsync
     /// costs milliseconds).
     fn checkpoint(&self, g: &mut Inner, last: bool, sync: bool) -> std::io::Result<()> {
+        if let Some((_, dropped)) = self.shared_counters.get() {
+            let dropped = dropped.load(Ordering::Relaxed);
+            if dropped > g.shared_dropped_said {
+                let mut m = Map::new();
+                m.insert("type".into(), json!("telemetry"));
+                m.insert("ts".into(), json!(now_ms()));
+                m.insert("shared_dropped".into(), json!(dropped));
+                m.insert(
+                    "shared_dropped_since".into(),
+                    json!(dropped - g.shared_dropped_said),
+                );
+                m.insert(
+                    "note".into(),
+                    json!("decision rows the shared telemetry store did not receive (queue full or store away); this log has them"),
+                );
+                g.shared_dropped_said = dropped;
+                self.push(g, m);
+            }
+        }
         let body = record::checkpoint(now_ms(), &g.chain, &self.keys.key_id(), last);
         let line = record::seal(
             &mut g.chain,
@@ -597,24 +651,31 @@ impl AuditLog {
         g.buffered += 1;
         g.since_checkpoint += 1;
         g.first_buffered.get_or_insert_with(Instant::now);
+        if g.telemetry.is_none() && g.shared.is_none() {
+            return;
+        }
+        let d = &q.decision;
+        let row = crate::telemetry::Row {
+            ts: q.ts,
+            front: q.front.clone(),
+            session: q.session.clone(),
+            principal: q.principal.clone(),
+            server: q.server.clone(),
+            tool: d.tool.clone(),
+            direction: q.direction.clone(),
+            decision: d.decision.as_str().to_string(),
+            reason_code: d.reason_code.map(|c| c.as_str().to_string()),
+            rule_id: d.rule_id.clone(),
+            severity: d.severity.map(|s| s.as_str().to_string()),
+            eval_us: d.eval_us,
+            log: Some(self.telemetry_name.clone()),
+            seq: Some(seq),
+        };
+        if let Some(shared) = &g.shared {
+            shared.forward(&row);
+        }
         if let Some(sink) = &g.telemetry {
-            let d = &q.decision;
-            sink.send(crate::telemetry::Row {
-                ts: q.ts,
-                front: q.front.clone(),
-                session: q.session.clone(),
-                principal: q.principal.clone(),
-                server: q.server.clone(),
-                tool: d.tool.clone(),
-                direction: q.direction.clone(),
-                decision: d.decision.as_str().to_string(),
-                reason_code: d.reason_code.map(|c| c.as_str().to_string()),
-                rule_id: d.rule_id.clone(),
-                severity: d.severity.map(|s| s.as_str().to_string()),
-                eval_us: d.eval_us,
-                log: Some(self.telemetry_name.clone()),
-                seq: Some(seq),
-            });
+            sink.send(row);
         }
     }
 
@@ -643,7 +704,7 @@ impl AuditLog {
 
     /// Writes what is buffered and a closing checkpoint. Further records are refused.
     pub fn close(&self) -> Result<(), AuditError> {
-        let (result, telemetry) = {
+        let (shared, shared_thread) = {
             let mut g = self.lock();
             if g.closed {
                 return Ok(());
@@ -656,6 +717,20 @@ impl AuditLog {
                 self.closed.store(true, Ordering::Relaxed);
             }
             self.seal_queued(&mut g);
+            if g.failed.is_none() {
+                // On disk before the wait below; an error shows again at the checkpoint.
+                let _ = self.write_out(&mut g);
+            }
+            (g.shared.take(), g.shared_thread.take())
+        };
+        // The shared store's writer is waited for before the closing checkpoint (it bounds
+        // its own shutdown), so rows it could not deliver are stated in this log.
+        drop(shared);
+        if let Some(t) = shared_thread {
+            let _ = t.join();
+        }
+        let (result, telemetry) = {
+            let mut g = self.lock();
             let result = match &g.failed {
                 Some(why) => Err(AuditError::Failed(self.path.clone(), why.clone())),
                 None => self
@@ -665,8 +740,8 @@ impl AuditLog {
             g.telemetry = None;
             (result, g.telemetry_thread.take())
         };
-        // The telemetry writer ends when its queue's last sender goes; waited for after the
-        // closing checkpoint is on disk, and outside the lock.
+        // The local telemetry writer ends when its queue's last sender goes; waited for
+        // after the closing checkpoint is on disk, and outside the lock.
         if let Some(t) = telemetry {
             let _ = t.join();
         }

@@ -95,6 +95,17 @@ pub struct Source {
     pub upto: u64,
 }
 
+/// A second destination for the same rows: a store shared by every replica (the
+/// PostgreSQL writer in `bulwark-telemetry-pg`). Like [`Sink::send`], `forward` never waits:
+/// a row it cannot queue is dropped and counted, and the audit log says so in its next
+/// checkpoint.
+pub trait Forward: Send + Sync {
+    /// Queues a copy of `row`, or drops and counts it. Never blocks.
+    fn forward(&self, row: &Row);
+    /// The (queued, dropped) counters, read without waiting.
+    fn counters(&self) -> (Arc<AtomicU64>, Arc<AtomicU64>);
+}
+
 /// The sending side, cheap to clone.
 #[derive(Clone)]
 pub struct Sink {

@@ -7,7 +7,9 @@
 //! ships one. The protocol logic here is sans-I/O ([`device`], [`canary`], [`wire`],
 //! [`auth`]); [`client`] and [`service`] put it on MQTT with `rumqttc`; [`runtime`] is the
 //! device inside a front — its policy slots, kill switch and canary on disk, driving the
-//! front's gate and answering its escalations.
+//! front's gate and answering its escalations. [`operator`] is the other end, as
+//! `bulwark fleet …` drives it — the fleet key, the sequence counters, signed policy
+//! pushes and kill commands, and the service keeping its devices' status.
 //!
 //! ```
 //! use bulwark_fleet::auth::{FleetSigner, Trust};
@@ -32,6 +34,7 @@ pub mod auth;
 pub mod canary;
 pub mod client;
 pub mod device;
+pub mod operator;
 pub mod runtime;
 pub mod service;
 pub mod tls;

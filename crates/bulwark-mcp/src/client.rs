@@ -34,7 +34,6 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::locks::lock;
-use crate::remote::HeaderList;
 
 /// How long a TCP connection (and its TLS handshake) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,6 +56,9 @@ const READY_WITHIN: Duration = Duration::from_millis(100);
 /// default (`mcp.request_timeout_secs`): a server that reads nothing for longer is not
 /// going to answer in time either.
 pub const WRITE_STALL: Duration = Duration::from_secs(300);
+
+/// Header names and values, as a request carries them beyond the client's own.
+pub type HeaderList = Vec<(axum::http::HeaderName, axum::http::HeaderValue)>;
 
 /// Why a request got no answer.
 #[derive(Debug, thiserror::Error)]

@@ -25,7 +25,7 @@ use axum::http::{HeaderName, HeaderValue, Method, StatusCode, Uri};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use crate::client::{self, Client, ClientError};
+use crate::client::{self, Client, ClientError, HeaderList};
 use crate::jsonrpc::{self, Kind};
 use crate::stdio::{MAX_FRAME, Pipe};
 
@@ -62,17 +62,14 @@ const DEFAULT_RETRY_WAIT: Duration = Duration::from_secs(1);
 #[derive(Default)]
 pub struct ExtraHeaders {
     inner: Mutex<(
-        HashMap<String, crate::http::stateless::Params>,
+        HashMap<String, crate::param_headers::Params>,
         std::collections::VecDeque<String>,
     )>,
 }
 
-/// Header names and values.
-pub type HeaderList = Vec<(axum::http::HeaderName, axum::http::HeaderValue)>;
-
 impl ExtraHeaders {
     /// Files `params` for the request with `id`.
-    pub(crate) fn put(&self, id: &Value, params: crate::http::stateless::Params) {
+    pub(crate) fn put(&self, id: &Value, params: crate::param_headers::Params) {
         if params.bound.is_empty() && params.unbound.is_empty() {
             return;
         }
@@ -600,7 +597,7 @@ impl Upstream {
     }
 
     /// The headers every request of the session carries, the first accepting `accept`.
-    fn headers(&self, accept: HeaderValue) -> crate::remote::HeaderList {
+    fn headers(&self, accept: HeaderValue) -> HeaderList {
         let mut h = Vec::with_capacity(4);
         h.push((ACCEPT, accept));
         if let Some(s) = self.session() {
@@ -615,7 +612,7 @@ impl Upstream {
     async fn send(
         &self,
         method: Method,
-        headers: crate::remote::HeaderList,
+        headers: HeaderList,
         body: Vec<u8>,
     ) -> Result<client::Response, ClientError> {
         self.remote

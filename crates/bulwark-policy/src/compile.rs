@@ -505,6 +505,7 @@ pub(crate) fn compile(
     });
 
     let state = state_policy(raw.state.as_ref(), &mut issues);
+    let telemetry = telemetry_policy(raw.telemetry.as_ref(), &mut issues);
 
     let policy = Policy {
         name,
@@ -538,6 +539,7 @@ pub(crate) fn compile(
         audit,
         fleet,
         state,
+        telemetry,
         packs: packs.iter().map(|p| p.name.clone()).collect(),
     };
     if let Some(first) = pack_errors.into_iter().next() {
@@ -620,6 +622,80 @@ fn state_policy(raw: Option<&schema::StateSection>, issues: &mut Issues) -> Stat
             issues.at(u.referenced, "state.url is only for state.backend: redis");
         }
         (StateBackend::Memory, None) => {}
+    }
+    out
+}
+
+/// Bounds of the `telemetry:` numbers: a queue is memory held while the store is away.
+pub const MAX_TELEMETRY_QUEUE: u64 = 1_000_000;
+/// Longest `telemetry.batch`.
+pub const MAX_TELEMETRY_BATCH: u64 = 10_000;
+/// Longest `telemetry.timeout_ms`.
+pub const MAX_TELEMETRY_TIMEOUT_MS: u64 = 60_000;
+
+/// The `telemetry:` section, checked: a PostgreSQL backend needs a `postgres://` URL; the
+/// queue, batch and timeout are bounded.
+fn telemetry_policy(
+    raw: Option<&schema::TelemetrySection>,
+    issues: &mut Issues,
+) -> crate::compiled::TelemetryPolicy {
+    use crate::schema::TelemetryBackend;
+    let mut out = crate::compiled::TelemetryPolicy::default();
+    let Some(raw) = raw else { return out };
+    if let Some(b) = &raw.backend {
+        out.backend = b.value;
+    }
+    let mut bounded = |v: &Option<Spanned<u64>>, name: &str, max: u64| -> Option<u64> {
+        let v = v.as_ref()?;
+        if v.value == 0 || v.value > max {
+            issues.at(v.referenced, format!("telemetry.{name} must be 1 to {max}"));
+        }
+        Some(v.value.clamp(1, max))
+    };
+    if let Some(q) = bounded(&raw.queue, "queue", MAX_TELEMETRY_QUEUE) {
+        out.queue = q as usize;
+    }
+    if let Some(b) = bounded(&raw.batch, "batch", MAX_TELEMETRY_BATCH) {
+        out.batch = b as usize;
+    }
+    if let Some(t) = bounded(&raw.timeout_ms, "timeout_ms", MAX_TELEMETRY_TIMEOUT_MS) {
+        out.timeout_ms = t;
+    }
+    match (&out.backend, &raw.url) {
+        (TelemetryBackend::Postgres, None) => {
+            let msg =
+                "telemetry.backend: postgres needs telemetry.url (postgres://USER@HOST:PORT/DB)";
+            match raw.backend.as_ref().map(|b| b.referenced) {
+                Some(at) => issues.at(at, msg),
+                None => issues.list.push(crate::error::Issue {
+                    line: 0,
+                    column: 0,
+                    message: msg.into(),
+                }),
+            }
+        }
+        (TelemetryBackend::Postgres, Some(u)) => {
+            let ok = ["postgres://", "postgresql://"]
+                .iter()
+                .any(|s| u.value.strip_prefix(s).is_some_and(|r| !r.is_empty()));
+            if !ok {
+                issues.at(
+                    u.referenced,
+                    format!(
+                        "bad telemetry.url {:?}: expected postgres://USER[:PASSWORD]@HOST[:PORT]/DB",
+                        redact(&u.value)
+                    ),
+                );
+            }
+            out.url = Some(u.value.clone());
+        }
+        (TelemetryBackend::Local, Some(u)) => {
+            issues.at(
+                u.referenced,
+                "telemetry.url is only for telemetry.backend: postgres",
+            );
+        }
+        (TelemetryBackend::Local, None) => {}
     }
     out
 }

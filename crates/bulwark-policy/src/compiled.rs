@@ -6,7 +6,9 @@ use bulwark_net::Allowlist;
 use regex::Regex;
 
 use crate::glob::Glob;
-use crate::schema::{ApprovalChannel, FleetMode, Mode, OnUnavailable, StateBackend, UnknownAction};
+use crate::schema::{
+    ApprovalChannel, FleetMode, Mode, OnUnavailable, StateBackend, TelemetryBackend, UnknownAction,
+};
 use crate::vocab::{CapSet, ContentCategory, ReasonCode, RuleScope, Severity, TaintSet, Verdict};
 
 /// A compiled policy. Build one with [`crate::load_str`], [`crate::load_file`] or
@@ -71,6 +73,8 @@ pub struct Policy {
     pub fleet: Option<FleetPolicy>,
     /// Where state lives.
     pub state: StatePolicy,
+    /// Where decision records are gathered.
+    pub telemetry: TelemetryPolicy,
     /// The packs loaded, in order.
     pub packs: Vec<String>,
 }
@@ -800,6 +804,33 @@ pub struct FleetPolicy {
     pub canary: (u64, f64, u32, u64),
     /// The broker's CA (PEM file), for `mqtts://`.
     pub ca_file: Option<String>,
+}
+
+/// Where decision records are gathered (`telemetry:`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TelemetryPolicy {
+    /// Local only, or also PostgreSQL.
+    pub backend: TelemetryBackend,
+    /// The PostgreSQL URL, for `postgres`.
+    pub url: Option<String>,
+    /// Rows waiting at most.
+    pub queue: usize,
+    /// Rows per statement at most.
+    pub batch: usize,
+    /// Longest wait to connect or to write one batch, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl Default for TelemetryPolicy {
+    fn default() -> Self {
+        TelemetryPolicy {
+            backend: TelemetryBackend::Local,
+            url: None,
+            queue: 8192,
+            batch: 500,
+            timeout_ms: 2000,
+        }
+    }
 }
 
 /// Where state lives (`state:`).

@@ -42,7 +42,7 @@ pub use error::{Issue, PolicyError};
 pub use glob::{Glob, GlobError};
 pub use schema::{
     ApprovalChannel, BlockAs, FleetMode, GuardOn, GuardWhen, Mode, OnUnavailable, StateBackend,
-    UnknownAction,
+    TelemetryBackend, UnknownAction,
 };
 pub use summary::Summary;
 pub use vocab::{

@@ -90,6 +90,9 @@ pub struct PolicyFile {
     pub fleet: Option<Fleet>,
     /// Where session state and the shared tables live (default: this process).
     pub state: Option<StateSection>,
+    /// Where every replica's decision records are gathered (default: only this host's
+    /// store under the state directory).
+    pub telemetry: Option<TelemetrySection>,
     /// The kill switch.
     #[serde(default)]
     pub lockdown: bool,
@@ -810,6 +813,35 @@ pub struct StateSection {
     /// What a decision does when the store is out of reach: `refuse` (default) or `local`
     /// (decide on this replica's own state, each such decision marked degraded).
     pub on_unavailable: Option<OnUnavailable>,
+}
+
+/// Telemetry section: a store shared by every replica for the decision records.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySection {
+    /// `local` (default: the SQLite store under the state directory only) or `postgres`
+    /// (also every decision into a PostgreSQL database shared by the replicas).
+    pub backend: Option<Spanned<TelemetryBackend>>,
+    /// For `postgres`: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`.
+    pub url: Option<Spanned<String>>,
+    /// Rows waiting for the shared store at most (default 8192); past it rows are dropped
+    /// and counted.
+    pub queue: Option<Spanned<u64>>,
+    /// Rows written in one statement at most (default 500).
+    pub batch: Option<Spanned<u64>>,
+    /// Longest wait for the store to connect or take one batch, in milliseconds
+    /// (default 2000).
+    pub timeout_ms: Option<Spanned<u64>>,
+}
+
+/// Where decision records are gathered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TelemetryBackend {
+    /// Only this host's store.
+    Local,
+    /// A PostgreSQL database shared by every replica (as well as the local store).
+    Postgres,
 }
 
 /// Where state lives.

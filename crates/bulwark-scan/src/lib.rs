@@ -31,6 +31,7 @@
 mod annotations;
 mod checks;
 mod decode;
+pub mod document;
 mod entropy;
 mod finding;
 mod injection;

@@ -43,6 +43,7 @@ mod model;
 pub mod parse;
 pub mod paths;
 pub mod programs;
+pub mod report;
 pub mod specs;
 pub mod sql;
 mod walk;

@@ -19,9 +19,14 @@ const MAX_LINE_BYTES: usize = 8 << 20;
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let policy = config::load_policy(&args.common)?;
     config::state_dir(&args.common)?;
+    let audit = config::open_audit(
+        &args.common,
+        args.audit.as_deref(),
+        "check",
+        &policy.telemetry,
+    )?;
     let engine = Engine::new(policy);
     let mut state = State::new(engine.policy());
-    let audit = config::open_audit(&args.common, args.audit.as_deref(), "check")?;
     let mut runner = Runner {
         engine,
         state: &mut state,

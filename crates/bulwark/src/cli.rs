@@ -364,13 +364,16 @@ pub enum AuditCommand {
     /// BULWARK_AUDIT_HMAC_KEY), or every checkpoint and the records it covers with only the
     /// public key (--pubkey). Names the first bad line. Exit status: 0 when the log checks
     /// out and is closed, 1 when it does not (or is not closed and --open is not given), 2 on
-    /// error. See docs/audit-format.md.
+    /// error. Several logs (each replica's own) may be named, or a directory of `*.jsonl`
+    /// logs: each chain is checked on its own, one summary line per log, and the exit status
+    /// is 1 if any fails. See docs/audit-format.md.
     Verify {
         /// Shared options (the state directory holds the keys).
         #[command(flatten)]
         common: Common,
-        /// The log.
-        file: PathBuf,
+        /// The logs, or directories holding them (`*.jsonl`).
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
         /// Check with this Ed25519 public key (64 hex digits in a file) instead of the HMAC key.
         #[arg(long, value_name = "FILE")]
         pubkey: Option<PathBuf>,
@@ -406,9 +409,13 @@ pub enum AuditCommand {
     /// Counts by decision, rule, tool and front, and evaluation-time percentiles, from the
     /// telemetry store.
     Stats {
-        /// Shared options.
+        /// Shared options (with `--policy` naming `telemetry: { backend: postgres }`, the
+        /// statistics are the whole deployment's, per instance and in total).
         #[command(flatten)]
         common: Common,
+        /// This host's store only, even when the policy names a shared one.
+        #[arg(long)]
+        local: bool,
         /// Only decisions at most this old: 90s, 30m, 1h, 7d.
         #[arg(long, value_name = "AGE")]
         since: Option<String>,

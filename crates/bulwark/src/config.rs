@@ -15,6 +15,7 @@ pub fn open_audit(
     common: &Common,
     path: Option<&Path>,
     front: &str,
+    telemetry: &bulwark_policy::TelemetryPolicy,
 ) -> Result<Option<std::sync::Arc<bulwark_audit::AuditLog>>> {
     let Some(path) = path else { return Ok(None) };
     let dir = state_dir(common)?.join("audit");
@@ -36,6 +37,15 @@ pub fn open_audit(
         Some(log.telemetry_source()),
     )?;
     log.attach_telemetry(sink, thread);
+    if let Some(cfg) =
+        bulwark_telemetry_pg::Config::of_policy(telemetry, &bulwark_telemetry_pg::instance_id())
+    {
+        // Connects on its own thread: a database out of reach now is one lost later
+        // (rows dropped and counted, decisions unaffected).
+        let (sink, thread) =
+            bulwark_telemetry_pg::start(cfg).context("the shared telemetry store (telemetry:)")?;
+        log.attach_shared(Box::new(sink), thread);
+    }
     let log = std::sync::Arc::new(log);
     log.spawn_ticker();
     Ok(Some(log))
@@ -50,12 +60,13 @@ pub fn parts(
 ) -> Result<bulwark_gate::Parts> {
     let policy = load_policy(common)?;
     let store = shared_store(&policy)?;
+    let audit = open_audit(common, audit, front, &policy.telemetry)?;
     Ok(bulwark_gate::Parts {
         front,
         policy,
         source: bulwark_gate::PolicySource::of(common.policy.as_deref()),
         state_dir: state_dir(common)?,
-        audit: open_audit(common, audit, front)?,
+        audit,
         approval_key: approval_key(common)?,
         count: false,
         ledger: false,

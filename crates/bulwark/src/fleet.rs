@@ -1,94 +1,38 @@
 //! `bulwark fleet …`: the operator's side of the fleet — its signing key, verdicts, signed
 //! policy pushes and kill commands, and `serve`, the fleet service. (The device side inside
-//! a front is `bulwark_fleet::runtime`.)
+//! a front is `bulwark_fleet::runtime`; the operator's files and signed messages are
+//! `bulwark_fleet::operator`.)
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use bulwark_fleet::auth::FleetSigner;
+use bulwark_fleet::operator::{self, Operator};
 use bulwark_fleet::runtime::{Broker, broker as parse_broker};
-use bulwark_fleet::service::{FleetService, StoredVerdict, VerdictStore};
-use bulwark_fleet::wire::{Action, Kill, KillCommand, PolicyUpdate, VERSION};
+use bulwark_fleet::service::{StoredVerdict, VerdictStore};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::cli::{Common, FleetCommand, VerdictCommand};
 use crate::config;
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 fn broker(url: &str, ca: Option<&Path>) -> Result<Broker> {
     Ok(parse_broker(url, ca)?)
 }
 
-fn fleet_dir(common: &Common) -> Result<PathBuf> {
-    let d = config::state_dir(common)?.join("fleet");
-    std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
-    Ok(d)
+fn operator(common: &Common) -> Result<Operator> {
+    Ok(Operator::open(&config::state_dir(common)?)?)
 }
 
-/// The fleet's signing key: STATE_DIR/fleet/signing.key, made on first use, with the public
-/// key beside it.
-fn signer(common: &Common) -> Result<FleetSigner> {
-    let dir = fleet_dir(common)?;
-    let seed = match std::env::var("BULWARK_FLEET_SIGNING_KEY") {
-        Ok(v) => bulwark_audit::keys::unhex32(&v)
-            .context("BULWARK_FLEET_SIGNING_KEY must be 64 hex digits")?,
-        Err(_) => {
-            let path = dir.join("signing.key");
-            match std::fs::read_to_string(&path) {
-                Ok(t) => bulwark_audit::keys::unhex32(&t)
-                    .with_context(|| format!("{} does not hold 64 hex digits", path.display()))?,
-                Err(_) => {
-                    use std::os::unix::fs::OpenOptionsExt;
-                    let key = bulwark_audit::keys::random32()?;
-                    let mut f = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .mode(0o600)
-                        .open(&path)
-                        .with_context(|| format!("cannot create {}", path.display()))?;
-                    std::io::Write::write_all(&mut f, hex(&key).as_bytes())?;
-                    key
-                }
-            }
-        }
-    };
-    let s = FleetSigner::from_seed(&seed);
-    let _ = std::fs::write(dir.join("signing.pub"), s.public_hex());
-    Ok(s)
-}
-
-/// The next number of a counter kept in `path` (sequence numbers must never repeat).
-fn next_seq(path: &Path) -> Result<u64> {
-    let cur = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| t.trim().parse::<u64>().ok())
-        .unwrap_or(0);
-    // Never below the clock, so a lost counter file does not replay old numbers.
-    let next = (cur + 1).max(now_ms());
-    std::fs::write(path, next.to_string())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(next)
-}
-
-fn tool_hash(arg: &str) -> String {
-    if arg.len() == 64 && arg.bytes().all(|b| b.is_ascii_hexdigit()) {
-        arg.to_ascii_lowercase()
-    } else {
-        hex(&Sha256::digest(arg.as_bytes()))
+/// The fleet's signing key: `BULWARK_FLEET_SIGNING_KEY` when set, else the operator's key
+/// file (made on first use).
+fn signer(op: &Operator) -> Result<FleetSigner> {
+    match std::env::var("BULWARK_FLEET_SIGNING_KEY") {
+        Ok(v) => op
+            .signer(Some(&v))
+            .context("BULWARK_FLEET_SIGNING_KEY must be 64 hex digits"),
+        Err(_) => Ok(op.signer(None)?),
     }
 }
 
@@ -96,20 +40,12 @@ fn tool_hash(arg: &str) -> String {
 pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
     match cmd {
         FleetCommand::Keys { common } => {
-            let s = signer(common)?;
-            println!("{}", s.public_hex());
+            println!("{}", signer(&operator(common)?)?.public_hex());
             Ok(ExitCode::SUCCESS)
         }
         FleetCommand::Verdict(v) => verdict(v),
         FleetCommand::Status { common } => {
-            let path = fleet_dir(common)?.join("devices.json");
-            let text = std::fs::read_to_string(&path).with_context(|| {
-                format!(
-                    "{} is missing: is `bulwark fleet serve` running?",
-                    path.display()
-                )
-            })?;
-            println!("{text}");
+            println!("{}", operator(common)?.status()?);
             Ok(ExitCode::SUCCESS)
         }
         FleetCommand::Serve { common, to } => serve(
@@ -130,17 +66,9 @@ pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
                 eprintln!("{e}");
                 bail!("the policy is not valid; nothing was published");
             }
-            let s = signer(common)?;
-            let seq = next_seq(&fleet_dir(common)?.join("policy.seq"))?;
-            let mut u = PolicyUpdate {
-                v: VERSION,
-                version: *version,
-                seq,
-                sha256: hex(&Sha256::digest(text.as_bytes())),
-                policy: text,
-                sig: None,
-            };
-            u.sig = Some(s.sign("policy", &u));
+            let op = operator(common)?;
+            let u = op.policy_update(&signer(&op)?, text, *version)?;
+            let seq = u.seq;
             publish(
                 &b,
                 &bulwark_fleet::topics::policy(fleet),
@@ -156,23 +84,13 @@ pub fn command(cmd: &FleetCommand) -> Result<ExitCode> {
             to,
         } => {
             let (b, fleet) = (broker(&to.broker, to.ca_file.as_deref())?, &to.fleet);
-            let command = match command.to_ascii_uppercase().replace('-', "_").as_str() {
-                "BLOCK_ALL" => KillCommand::BlockAll,
-                "LOCKDOWN" => KillCommand::Lockdown,
-                "FLUSH_CACHE" => KillCommand::FlushCache,
-                "RESUME" => KillCommand::Resume,
-                other => bail!("{other:?}: expected BLOCK_ALL, LOCKDOWN, FLUSH_CACHE or RESUME"),
+            let Some(command) = operator::parse_kill(command) else {
+                let other = command.to_ascii_uppercase().replace('-', "_");
+                bail!("{other:?}: expected BLOCK_ALL, LOCKDOWN, FLUSH_CACHE or RESUME");
             };
-            let s = signer(common)?;
-            let seq = next_seq(&fleet_dir(common)?.join("kill.seq"))?;
-            let mut k = Kill {
-                v: VERSION,
-                seq,
-                command,
-                reason: reason.clone().unwrap_or_default(),
-                sig: None,
-            };
-            k.sig = Some(s.sign("kill", &k));
+            let op = operator(common)?;
+            let k = op.kill(&signer(&op)?, command, reason.clone().unwrap_or_default())?;
+            let seq = k.seq;
             publish(
                 &b,
                 &bulwark_fleet::topics::kill(fleet),
@@ -200,11 +118,7 @@ fn publish(b: &Broker, topic: &str, body: &[u8]) -> Result<()> {
 }
 
 fn verdict(cmd: &VerdictCommand) -> Result<ExitCode> {
-    let store = |common: &Common| -> Result<VerdictStore> {
-        Ok(VerdictStore::open(
-            &fleet_dir(common)?.join("verdicts.json"),
-        )?)
-    };
+    let store = |common: &Common| -> Result<VerdictStore> { Ok(operator(common)?.verdicts()?) };
     match cmd {
         VerdictCommand::Set {
             common,
@@ -213,13 +127,11 @@ fn verdict(cmd: &VerdictCommand) -> Result<ExitCode> {
             ttl,
             note,
         } => {
-            let action = match action.to_ascii_lowercase().as_str() {
-                "allow" => Action::Allow,
-                "warn" => Action::Warn,
-                "block" => Action::Block,
-                other => bail!("{other:?}: expected allow, warn or block"),
+            let Some(action) = operator::parse_action(action) else {
+                let other = action.to_ascii_lowercase();
+                bail!("{other:?}: expected allow, warn or block");
             };
-            let hash = tool_hash(tool);
+            let hash = operator::tool_hash(tool);
             let named = (hash != tool.to_ascii_lowercase()).then(|| tool.clone());
             store(common)?.set(
                 &hash,
@@ -233,7 +145,7 @@ fn verdict(cmd: &VerdictCommand) -> Result<ExitCode> {
             println!("{hash} {action:?} for {ttl} min");
         }
         VerdictCommand::Get { common, tool } => {
-            let hash = tool_hash(tool);
+            let hash = operator::tool_hash(tool);
             match store(common)?.get(&hash)? {
                 Some(v) => println!(
                     "{}",
@@ -256,7 +168,7 @@ fn verdict(cmd: &VerdictCommand) -> Result<ExitCode> {
             }
         }
         VerdictCommand::Rm { common, tool } => {
-            if !store(common)?.set(&tool_hash(tool), None)? {
+            if !store(common)?.set(&operator::tool_hash(tool), None)? {
                 eprintln!("no verdict for {tool}");
                 return Ok(ExitCode::FAILURE);
             }
@@ -266,20 +178,14 @@ fn verdict(cmd: &VerdictCommand) -> Result<ExitCode> {
 }
 
 fn serve(common: &Common, b: &Broker, fleet: &str) -> Result<ExitCode> {
-    if !bulwark_fleet::topics::valid_id(fleet) {
-        bail!("--fleet {fleet:?}: letters, digits, '-', '_' and '.' only");
-    }
-    let (host, port, tls) = (b.host.clone(), b.port, b.tls.clone());
-    let dir = fleet_dir(common)?;
-    let store = VerdictStore::open(&dir.join("verdicts.json"))?;
-    let service = Arc::new(FleetService::new(fleet, signer(common)?, store));
+    let op = operator(common)?;
+    let signer = signer(&op)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let status = dir.join("devices.json");
-    eprintln!("bulwark fleet: serving {fleet} on {host}:{port}");
-    rt.block_on(async move {
+    eprintln!("bulwark fleet: serving {fleet} on {}:{}", b.host, b.port);
+    rt.block_on(async {
         let stop = async {
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
             tokio::select! {
@@ -287,19 +193,7 @@ fn serve(common: &Common, b: &Broker, fleet: &str) -> Result<ExitCode> {
                 _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
             }
         };
-        service
-            .serve(&host, port, tls, stop, move |s| {
-                let doc = json!({
-                    "devices": s.devices(),
-                    "answered": s.answered.load(std::sync::atomic::Ordering::Relaxed),
-                    "dropped": s.dropped.load(std::sync::atomic::Ordering::Relaxed),
-                });
-                let tmp = status.with_extension("tmp");
-                if std::fs::write(&tmp, doc.to_string()).is_ok() {
-                    let _ = std::fs::rename(&tmp, &status);
-                }
-            })
-            .await;
-    });
+        op.serve(fleet, b, signer, stop).await
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::session::{Session, Wire};
 use super::streams::GET_STREAM;
-use super::{Rewrite, rpc_error, stateless};
+use super::{Rewrite, revision, rpc_error};
 use crate::jsonrpc;
 
 /// Waits for the answer on a JSON-mode stream. With `rewrite` (a stateless request), a
@@ -46,7 +46,7 @@ pub(super) async fn json_answer(
                 && serde_json::from_str::<Value>(&text)
                     .ok()
                     .and_then(|v| jsonrpc::at(&v, "/error/code").and_then(Value::as_i64))
-                    == Some(stateless::METHOD_NOT_FOUND);
+                    == Some(revision::METHOD_NOT_FOUND);
             let status = if unknown {
                 StatusCode::NOT_FOUND
             } else {

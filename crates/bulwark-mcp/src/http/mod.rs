@@ -21,6 +21,7 @@ pub mod guard;
 pub mod handoff;
 pub mod identity;
 mod native;
+pub mod revision;
 pub mod session;
 pub mod stateless;
 pub mod streams;
@@ -705,7 +706,7 @@ async fn post_mcp(State(front): State<Arc<HttpFront>>, req: Request) -> Response
     if front.config.traced {
         crate::trace::adopt_header(&mut message, header_str(&headers, "traceparent"));
     }
-    if stateless::is_stateless(&headers) {
+    if revision::is_stateless(&headers) {
         let conn = parts
             .extensions
             .get::<ConnId>()
@@ -863,7 +864,7 @@ async fn get_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> Res
         Ok(p) => p,
         Err(r) => return r.into_response(),
     };
-    if stateless::is_stateless(&headers) {
+    if revision::is_stateless(&headers) {
         return post_only();
     }
     let (_, sse_ok) = accepts(&headers);
@@ -918,7 +919,7 @@ async fn delete_mcp(State(front): State<Arc<HttpFront>>, headers: HeaderMap) -> 
         Ok(p) => p,
         Err(r) => return r.into_response(),
     };
-    if stateless::is_stateless(&headers) {
+    if revision::is_stateless(&headers) {
         return post_only();
     }
     let session = match own_session(&front, &headers, &principal) {

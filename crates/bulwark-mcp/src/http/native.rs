@@ -26,13 +26,15 @@ use axum::response::{IntoResponse, Response};
 use bulwark_engine::Principal;
 use serde_json::{Value, json};
 
-use super::stateless::{
-    METHOD_NOT_FOUND, STATELESS_VERSION, ToolBindings, own_ids, params, strip_unserved,
+use super::revision::{
+    METHOD_NOT_FOUND, STATELESS_VERSION, own_ids, params, strip_unserved, supported,
 };
 use super::{HttpFront, Rewrite, rpc_error, sse_response};
+use crate::client::HeaderList;
 use crate::gateway::{Gateway, Out};
 use crate::jsonrpc;
-use crate::remote::{Exchange, HeaderList, Log, Remote};
+use crate::param_headers::ToolBindings;
+use crate::remote::{Exchange, Log, Remote};
 
 /// How long the upstream may take to answer `server/discover`.
 const DISCOVER_WAIT: Duration = Duration::from_secs(10);
@@ -241,7 +243,7 @@ impl Waiting {
                 strip_unserved(caps);
                 // The versions this front speaks, as its -32022 error lists them: the
                 // client talks to the front, not to the upstream.
-                v["result"]["supportedVersions"] = json!(super::stateless::supported());
+                v["result"]["supportedVersions"] = json!(supported());
             }
             out.extend(rewrite.apply(&v.to_string()));
         }

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::stateless::{Binding, ToolBindings};
 use super::streams::{Poll, Streams};
 use crate::jsonrpc::{self, Kind};
+use crate::param_headers::{Binding, ToolBindings};
 use crate::port::{self, Port};
 
 /// One upstream session as the HTTP front sees it: an in-process port whose far end is the
@@ -53,7 +53,7 @@ pub struct Session {
     initialize_id: Mutex<Option<String>>,
     last_seen: AtomicU64,
     /// Tools' `Mcp-Param-*` bindings, from the listings this session relayed (stateless
-    /// sessions only; at most [`super::stateless::MAX_BOUND_TOOLS`]).
+    /// sessions only; at most [`crate::param_headers::MAX_BOUND_TOOLS`]).
     bindings: Mutex<ToolBindings>,
     /// The upstream ids of the `tools/list` requests in flight (the newest 64).
     listings: Mutex<std::collections::VecDeque<String>>,
