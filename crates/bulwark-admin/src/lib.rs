@@ -23,6 +23,7 @@
 //!     decide_here: true,
 //!     webhook_channel: false,
 //!     addr_file: None,
+//!     shared_telemetry: None,
 //! };
 //! let at = bulwark_admin::serve(admin).await.unwrap();
 //! println!("console at http://{at}/");
@@ -54,6 +55,8 @@ pub const MAX_BODY: usize = 64 * 1024;
 pub const REQUEST_TIME: Duration = Duration::from_secs(5);
 /// Most connections served at once.
 pub const MAX_CONNECTIONS: usize = 16;
+/// How often the deployment view polls the shared telemetry store.
+const POLL: Duration = Duration::from_secs(1);
 /// The console: one page, no external assets.
 const CONSOLE: &str = include_str!("console.html");
 
@@ -79,6 +82,10 @@ pub struct Admin {
     pub webhook_channel: bool,
     /// Where to write the listener's address for the CLI (STATE_DIR/admin.addr).
     pub addr_file: Option<PathBuf>,
+    /// The store every replica writes its decisions to (`telemetry: { backend: postgres }`):
+    /// when set, the console's feed and charts and `/metrics` show every instance's
+    /// decisions, labelled by instance. (URL, longest wait for one answer.)
+    pub shared_telemetry: Option<(String, Duration)>,
 }
 
 /// Where and how the listener is reached, as the operator configured it.
@@ -118,6 +125,13 @@ impl Admin {
             decide_here: channels.contains(&ApprovalChannel::Cli),
             webhook_channel: channels.contains(&ApprovalChannel::Webhook),
             addr_file: settings.addr_file,
+            shared_telemetry: match (&policy.telemetry.backend, &policy.telemetry.url) {
+                (bulwark_policy::TelemetryBackend::Postgres, Some(url)) => Some((
+                    url.clone(),
+                    Duration::from_millis(policy.telemetry.timeout_ms),
+                )),
+                _ => None,
+            },
         }
     }
 }
@@ -158,7 +172,11 @@ pub async fn serve(admin: Admin) -> Result<SocketAddr, AdminError> {
     {
         eprintln!("bulwark {front}: cannot write {}: {e}", f.display());
     }
-    let admin = Arc::new(admin);
+    let deployment = admin
+        .shared_telemetry
+        .clone()
+        .map(|(url, timeout)| bulwark_telemetry_pg::View::spawn(url, timeout, POLL));
+    let admin = Arc::new(Served { admin, deployment });
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     tokio::spawn(async move {
         loop {
@@ -185,6 +203,13 @@ pub async fn serve(admin: Admin) -> Result<SocketAddr, AdminError> {
         }
     });
     Ok(local)
+}
+
+/// The listener and what it built when it started.
+struct Served {
+    admin: Admin,
+    /// Every instance's decisions, when the policy names a shared telemetry store.
+    deployment: Option<Arc<bulwark_telemetry_pg::View>>,
 }
 
 /// One request as the routes read it.
@@ -221,7 +246,11 @@ fn error(status: StatusCode, why: impl Into<String>) -> Reply {
     json_reply(status, &json!({"error": why.into()}))
 }
 
-async fn answer(req: Request<Incoming>, admin: &Admin, local: SocketAddr) -> Response<Full<Bytes>> {
+async fn answer(
+    req: Request<Incoming>,
+    served: &Served,
+    local: SocketAddr,
+) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
     let reply = match Limited::new(body, MAX_BODY).collect().await {
         Ok(b) => route(
@@ -232,7 +261,7 @@ async fn answer(req: Request<Incoming>, admin: &Admin, local: SocketAddr) -> Res
                 headers: parts.headers,
                 body: b.to_bytes(),
             },
-            admin,
+            served,
             local,
         ),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => error(
@@ -315,7 +344,8 @@ fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
-fn route(req: &Req, admin: &Admin, local: SocketAddr) -> Reply {
+fn route(req: &Req, served: &Served, local: SocketAddr) -> Reply {
+    let admin = &served.admin;
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     let get = req.method == Method::GET;
     match segments.as_slice() {
@@ -328,9 +358,18 @@ fn route(req: &Req, admin: &Admin, local: SocketAddr) -> Reply {
                     .queue_dropped
                     .store(dropped, Ordering::Relaxed);
             }
+            let mut text = admin.metrics.render();
+            if let Some((depth, dropped)) = admin.audit.as_ref().and_then(|a| a.shared_queue()) {
+                text.push_str(&format!(
+                    "# HELP bulwark_shared_telemetry_queue_depth Decision rows waiting for the shared telemetry store.\n# TYPE bulwark_shared_telemetry_queue_depth gauge\nbulwark_shared_telemetry_queue_depth {depth}\n# HELP bulwark_shared_telemetry_dropped_total Decision rows this instance could not deliver to the shared telemetry store (queue full or store away).\n# TYPE bulwark_shared_telemetry_dropped_total counter\nbulwark_shared_telemetry_dropped_total {dropped}\n"
+                ));
+            }
+            if let Some(d) = &served.deployment {
+                text.push_str(&d.render());
+            }
             (
                 StatusCode::OK,
-                admin.metrics.render(),
+                text,
                 "text/plain; version=0.0.4; charset=utf-8",
             )
         }
@@ -363,7 +402,7 @@ fn route(req: &Req, admin: &Admin, local: SocketAddr) -> Reply {
                     "the admin token is needed (Authorization: Bearer, from STATE_DIR/admin.token)",
                 );
             }
-            api(req, admin, rest)
+            api(req, served, rest)
         }
         _ if get => error(StatusCode::NOT_FOUND, "not here: /, /metrics, /api/…"),
         _ => error(
@@ -373,19 +412,24 @@ fn route(req: &Req, admin: &Admin, local: SocketAddr) -> Reply {
     }
 }
 
-fn api(req: &Req, admin: &Admin, rest: &[&str]) -> Reply {
+fn api(req: &Req, served: &Served, rest: &[&str]) -> Reply {
+    let admin = &served.admin;
     let now = unix_now();
     let get = req.method == Method::GET;
     match rest {
         ["feed"] if get => {
             let after = req.query("after").and_then(|a| a.parse().ok()).unwrap_or(0);
-            json_reply(
-                StatusCode::OK,
-                &json!({"decisions": admin.metrics.feed(after)}),
-            )
+            let decisions = match &served.deployment {
+                Some(d) => d.feed(after),
+                None => admin.metrics.feed(after),
+            };
+            json_reply(StatusCode::OK, &json!({"decisions": decisions}))
         }
         ["summary"] if get => {
-            let mut s = admin.metrics.summary();
+            let mut s = match &served.deployment {
+                Some(d) => d.summary(),
+                None => admin.metrics.summary(),
+            };
             s["front"] = json!(admin.front);
             s["approvals"] = json!(admin.desk.is_some());
             s["decide_here"] = json!(admin.decide_here);

@@ -62,8 +62,10 @@ pub(crate) fn attach(engine: Engine, state_dir: Option<&Path>) -> Engine {
     engine.with_guard(Some(guard))
 }
 
-/// Where an in-process model named `model` is installed.
+/// Where an in-process model named `model` is installed (a `:encoder` suffix, which asks
+/// for the full encoder instead of the distilled table, names the same folder).
 pub fn model_dir(model: &str, state_dir: Option<&Path>) -> Option<PathBuf> {
+    let (model, _) = bulwark_guard::Kind::from_model_name(model);
     if model.contains('/') {
         return Some(PathBuf::from(model));
     }
@@ -90,10 +92,11 @@ fn runner(g: &GuardPolicy, state_dir: Option<&Path>) -> Result<Arc<Runner>, Stri
         None => {
             let dir = model_dir(&g.model, state_dir)
                 .ok_or_else(|| format!("no state directory to find the model {:?} in", g.model))?;
+            let (_, kind) = bulwark_guard::Kind::from_model_name(&g.model);
             (
-                format!("local {}", dir.display()),
+                format!("local {} {kind:?}", dir.display()),
                 Box::new(move || {
-                    bulwark_guard::Guard::load(&dir)
+                    bulwark_guard::Guard::load_kind(&dir, kind)
                         .map(|m| Arc::new(m) as Arc<dyn Scorer>)
                         .map_err(|e| format!("{e}; install it with `bulwark guard install`"))
                 }),

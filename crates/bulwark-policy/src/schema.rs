@@ -649,7 +649,9 @@ pub struct Guard {
     /// Run the guard (default false: it needs its model installed).
     pub enabled: Option<bool>,
     /// The model: an installed model's name (default `minilm-l6-v2`, in
-    /// STATE_DIR/guard/NAME), a folder holding it, or with `endpoint` the Ollama model name.
+    /// STATE_DIR/guard/NAME: its distilled static table; `minilm-l6-v2:encoder` for the
+    /// full encoder, ~15x slower), a folder holding it, or with `endpoint` the Ollama
+    /// model name.
     pub model: Option<String>,
     /// Block at or above this probability (default 0.85).
     pub threshold: Option<Spanned<f64>>,

