@@ -17,6 +17,7 @@
 //!     admin: None,
 //!     webhook_secret: None,
 //!     fleet_policy_file: None,
+//!     otlp: None,
 //! })?;
 //! front.run()
 //! # }
@@ -55,6 +56,9 @@ pub struct Config {
     pub webhook_secret: Option<Vec<u8>>,
     /// The policy file given (the slot a first fleet rollback returns to).
     pub fleet_policy_file: Option<PathBuf>,
+    /// Export a span per model call to this OpenTelemetry collector (the binary reads the
+    /// standard `OTEL_EXPORTER_OTLP_*` variables).
+    pub otlp: Option<bulwark_audit::otlp::Settings>,
 }
 
 /// Why the proxy could not start or serve.
@@ -106,6 +110,7 @@ impl Front {
             admin,
             webhook_secret,
             fleet_policy_file,
+            otlp,
         } = config;
         let upstream = url::Url::parse(&upstream)
             .map_err(|_| FrontError::Setup(format!("--upstream {upstream:?} is not a URL")))?;
@@ -119,7 +124,14 @@ impl Front {
         parts.count = admin.is_some();
         parts.admin = admin.is_some();
         parts.ledger = true;
-        let gate = Arc::new(Gate::assemble(parts)?);
+        let tracer = match otlp {
+            Some(s) => Some(Arc::new(
+                bulwark_audit::otlp::Exporter::start(s)
+                    .map_err(|e| FrontError::Setup(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let gate = Arc::new(Gate::assemble(parts)?.with_tracer(tracer));
         let device = bulwark_fleet::runtime::start_on_own_thread(
             "proxy",
             None,

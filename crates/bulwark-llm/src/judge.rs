@@ -66,6 +66,16 @@ pub struct Judge {
     provenance: bool,
     sources: crate::provenance::Sources,
     kept: usize,
+    /// The model call's span, exported when the judge is done.
+    trace: Option<crate::trace::Trace>,
+}
+
+impl Drop for Judge {
+    fn drop(&mut self) {
+        if let Some(t) = self.trace.take() {
+            t.finish(&self.judged, &self.blocked);
+        }
+    }
 }
 
 /// Most bytes of conversation text kept for provenance. Past it nothing more is kept, so a
@@ -186,6 +196,20 @@ impl Judge {
             provenance: cx.provenance,
             sources: Default::default(),
             kept: 0,
+            trace: None,
+        }
+    }
+
+    /// Keeps the model call's span, to be exported with what was judged when this judge
+    /// is done.
+    pub fn traced(&mut self, trace: Option<crate::trace::Trace>) {
+        self.trace = trace;
+    }
+
+    /// Notes the upstream's status on the span, if there is one.
+    pub fn trace_status(&mut self, code: u16) {
+        if let Some(t) = &mut self.trace {
+            t.status(code);
         }
     }
 

@@ -51,6 +51,7 @@ pub mod responses;
 pub mod sse;
 pub mod stream;
 pub mod tools;
+pub mod trace;
 
 pub use api::Api;
 pub use proxy::{Config, Proxy, ProxyError};

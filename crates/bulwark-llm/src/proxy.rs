@@ -379,6 +379,17 @@ impl Proxy {
                 provenance: self.cfg.provenance,
             },
         );
+        judge.traced(crate::trace::Trace::start(
+            &self.gate,
+            api.as_str(),
+            parts.uri.path(),
+            parts
+                .headers
+                .get("traceparent")
+                .and_then(|v| v.to_str().ok()),
+            &body,
+            session.as_deref(),
+        ));
         judge.hear_user(crate::provenance::user_texts(&body));
 
         judge.absorb(&results);
@@ -461,6 +472,7 @@ impl Proxy {
             extra.insert("x-bulwark-approve-refused", v);
         }
         if !resp.status().is_success() {
+            judge.trace_status(resp.status().as_u16());
             // The API's own errors (429s with retry hints included) reach the SDK as sent.
             return with_headers(relay(resp), extra);
         }

@@ -29,6 +29,7 @@ pub fn run(args: &ProxyArgs) -> Result<ExitCode> {
         admin: config::admin(&args.common, args.admin.as_deref())?,
         webhook_secret: config::webhook_secret(),
         fleet_policy_file: args.common.policy.clone(),
+        otlp: config::otlp(),
     })?
     .run()?;
     Ok(ExitCode::SUCCESS)
