@@ -180,6 +180,8 @@ pub struct Intent {
     cross_tool: Regex,
     conceal: Regex,
     harvest: Regex,
+    /// Work handed to the assistant on a line of its own in a tool result.
+    task: crate::task::TaskRequest,
     spaced: Regex,
     addresses: Regex,
     syllables: Regex,
@@ -248,6 +250,7 @@ impl Intent {
             cross_tool: re(CROSS_TOOL)?,
             conceal: re(CONCEAL)?,
             harvest: re(HARVEST)?,
+            task: crate::task::TaskRequest::new()?,
             spaced: re(r"\b(?:\w[ .\-_*·]){3,}\w\b")?,
             addresses: re(
                 r"[\w.+-]*@[\w-]+(?:\.[\w-]+)+|https?://\S+|www\.\S+|\b[\w-]+(?:\.[\w-]+)*\.(?:example|test|invalid)\b",
@@ -448,6 +451,10 @@ impl Intent {
                 hit("injection.position.data_url_placeholder", Severity::High);
             }
             later.clear();
+            // Instructions taken from data hand the data the user's authority.
+            if self.task.defers(read) {
+                later.push(("injection.defer_to_data", Severity::Medium));
+            }
             // A user may ask for a role ("pretend you are a pricing expert"); in a tool
             // result, or together with a claim or a vocative, a new persona is an attack.
             if f.persona {
@@ -494,6 +501,23 @@ impl Intent {
             }
             for &(id, sev) in &later {
                 hit(id, sev);
+            }
+        }
+        // A tool result is data: a line of it that hands the assistant work of its own
+        // (an essay, a translation, a general question) is an instruction in the data,
+        // even with nobody addressed. Users ask for such work in requests, and tool
+        // descriptions are imperative by nature, so only tool results are read this way.
+        if scope == Scope::Response {
+            for (a, b) in crate::task::candidates(text) {
+                self.fold_into(&text[a..b], &mut folded, &mut scratch);
+                if self.task.is_request(&folded) {
+                    out.push((
+                        "injection.position.task_request",
+                        Category::Injection,
+                        Severity::Medium,
+                        (a, b),
+                    ));
+                }
             }
         }
     }

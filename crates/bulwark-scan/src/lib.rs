@@ -43,6 +43,7 @@ mod pii;
 mod providers;
 mod rules;
 mod secrets;
+mod task;
 
 pub use annotations::Hints;
 pub use finding::{Category, Encoding, Finding, Scope, Severity};
