@@ -51,14 +51,9 @@ pub const MAX_PENDING: usize = 1024;
 /// Numbers the gateway's own `elicitation/create` requests.
 static ELICITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Where a message goes.
-#[derive(Debug, PartialEq)]
-pub enum Out {
-    /// To the client.
-    Client(Value),
-    /// To the server.
-    Server(Value),
-}
+// `Out` lives beside the message kinds so that `trace` can read a decision's messages
+// without importing the gateway that calls it.
+pub use crate::jsonrpc::Out;
 
 /// What the gateway is told about its server and client.
 #[derive(Debug, Clone)]

@@ -15,6 +15,15 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 /// Internal error (the server is gone, or did not answer in time).
 pub const INTERNAL_ERROR: i64 = -32603;
 
+/// Where a message goes.
+#[derive(Debug, PartialEq)]
+pub enum Out {
+    /// To the client.
+    Client(Value),
+    /// To the server.
+    Server(Value),
+}
+
 /// What a frame holds.
 #[derive(Debug, PartialEq)]
 pub enum Kind {

@@ -17,7 +17,7 @@ use bulwark_engine::Decision;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::gateway::Out;
+use crate::jsonrpc::Out;
 
 thread_local! {
     /// The last decision made on this thread: the gateway decides synchronously inside the
