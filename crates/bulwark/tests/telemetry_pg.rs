@@ -295,3 +295,123 @@ fn verify_over_a_set_fails_the_set_when_one_log_was_tampered_with() {
     std::fs::create_dir_all(&empty).unwrap();
     assert_eq!(verify(&[&empty]).status.code(), Some(2));
 }
+
+/// One GET to the admin listener at `addr`, as the console sends it (its own Host).
+fn get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {}\r\n", t.trim()))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    (
+        head.split(' ').nth(1).unwrap().parse().unwrap(),
+        body.to_string(),
+    )
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills the daemon when the test ends, passed or not.
+struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn one_replicas_console_and_metrics_show_every_instances_decisions() {
+    let pg = pg::Postgres::start();
+    let w = World::new("console", &pg.url());
+    w.replica("a");
+    w.replica("b");
+    // A third replica, a long-running front with the admin listener, decides nothing itself:
+    // what its console and /metrics show can only have come from the shared store.
+    let state = w.state("c");
+    std::fs::create_dir_all(&state).unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let _d = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_bulwark"))
+            .args(["daemon", "--socket"])
+            .arg(state.join("d.sock"))
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--policy")
+            .arg(&w.policy)
+            .args(["--admin", &admin])
+            .env("BULWARK_INSTANCE", "c")
+            .env_remove("BULWARK_POLICY")
+            .env_remove("BULWARK_STATE_DIR")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The view polls the store once a second; wait for a poll that saw both instances.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let metrics = loop {
+        let m = std::net::TcpStream::connect(&admin)
+            .ok()
+            .map(|_| get(&admin, "/metrics", None));
+        if let Some((200, body)) = &m
+            && body.contains("instance=\"a\"")
+            && body.contains("instance=\"b\"")
+        {
+            break body.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the console never showed both instances: {m:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(
+        metrics.contains("bulwark_deployment_store_up 1"),
+        "{metrics}"
+    );
+    let count = |inst: &str| -> u64 {
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("bulwark_deployment_decisions_total{")
+                    && l.contains(&format!("instance=\"{inst}\""))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    assert_eq!((count("a"), count("b"), count("c")), (3, 3, 0), "{metrics}");
+
+    // The live feed (with the admin token, as the console asks) labels each decision.
+    let token = std::fs::read_to_string(state.join("admin.token")).unwrap();
+    let (code, body) = get(&admin, "/api/feed", Some(&token));
+    assert_eq!(code, 200, "{body}");
+    let feed: Value = serde_json::from_str(&body).unwrap();
+    let from: Vec<&str> = feed["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["instance"].as_str().unwrap())
+        .collect();
+    assert_eq!(from.iter().filter(|i| **i == "a").count(), 3, "{body}");
+    assert_eq!(from.iter().filter(|i| **i == "b").count(), 3, "{body}");
+    // Without the token the feed is refused.
+    assert_eq!(get(&admin, "/api/feed", None).0, 401);
+}
