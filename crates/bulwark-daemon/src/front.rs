@@ -157,6 +157,12 @@ impl Front {
             state_dir,
         } = self;
         runtime.block_on(async move {
+            // Signals are watched before the socket exists: a client that can connect may
+            // also stop us, and a SIGTERM then must shut down cleanly, not kill the process.
+            let watch = |kind, what| signal(kind).map_err(|e| FrontError::Io(what, e));
+            let mut term = watch(SignalKind::terminate(), "cannot watch SIGTERM")?;
+            let mut int = watch(SignalKind::interrupt(), "cannot watch SIGINT")?;
+            let mut hup = watch(SignalKind::hangup(), "cannot watch SIGHUP")?;
             let uids = gate.engine().policy().identities.unix_uids.clone();
             let listener = server::bind(&socket, &uids)?;
             if let Some(desk) = gate.desk() {
@@ -170,10 +176,6 @@ impl Front {
                 .spawn();
             }
             bulwark_admin::start(admin, "bulwark daemon").await?;
-            let watch = |kind, what| signal(kind).map_err(|e| FrontError::Io(what, e));
-            let mut term = watch(SignalKind::terminate(), "cannot watch SIGTERM")?;
-            let mut int = watch(SignalKind::interrupt(), "cannot watch SIGINT")?;
-            let mut hup = watch(SignalKind::hangup(), "cannot watch SIGHUP")?;
             let reloader = Arc::clone(&service);
             tokio::spawn(async move {
                 while hup.recv().await.is_some() {

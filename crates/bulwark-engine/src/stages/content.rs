@@ -20,6 +20,9 @@ use crate::pipeline::Ctx;
 use crate::scanner::{ContentFinding, ScanInput};
 use crate::state::Env;
 
+/// The name the MCP gateway gives a prompt template's answer (its method).
+const PROMPT_TEMPLATE: &str = "prompts/get";
+
 fn code_for(c: ContentCategory, direction: Direction) -> ReasonCode {
     match (c, direction) {
         // Anything in a definition that speaks to the model is poisoning: the tool is withheld.
@@ -147,6 +150,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
                 .into_iter()
                 .map(|f| ContentFinding { string: at, ..f }),
         );
+    }
+    // An MCP prompt template (`prompts/get`) is a task for the model by design: the user
+    // picked it to hand the model its text. A task on a line of its own is exactly what an
+    // injection in a tool result looks like and exactly what a template says, so that one
+    // class does not read templates; every other class (role blocks, authority claims,
+    // hidden text, secrets) still does.
+    if call.direction == Direction::Response && call.tool.name == PROMPT_TEMPLATE {
+        out.findings
+            .retain(|f| f.rule_id != "injection.position.task_request");
     }
     let (ns, nf) = (strings.len(), out.findings.len());
     ctx.explain(|| format!("{ns} strings, {total} bytes, {nf} findings"));
