@@ -48,6 +48,17 @@ pub const BACKOFF: Duration = Duration::from_secs(2);
 /// Attribute strings longer than this are cut (a reason, a tool name chosen by a server).
 pub const MAX_ATTR: usize = 1024;
 
+/// `url` with any `user:password@` taken out, for error messages.
+fn without_userinfo(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) if scheme.is_empty() => format!("<redacted>@{}", &rest[at + 1..]),
+        Some(at) => format!("{scheme}://<redacted>@{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
 /// Why an exporter could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum OtlpError {
@@ -137,13 +148,19 @@ pub enum Attr {
     Bool(bool),
 }
 
+/// `s` cut at [`MAX_ATTR`] bytes, on a character boundary: span names, statuses and
+/// attributes carry what clients sent, and a queued span must stay small.
+pub fn cut(s: &str) -> &str {
+    let mut at = s.len().min(MAX_ATTR);
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    &s[..at]
+}
+
 impl From<&str> for Attr {
     fn from(s: &str) -> Attr {
-        let mut cut = s.len().min(MAX_ATTR);
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        Attr::Str(s[..cut].to_string())
+        Attr::Str(cut(s).to_string())
     }
 }
 
@@ -220,8 +237,10 @@ fn nonzero<const N: usize>() -> [u8; N] {
 impl Span {
     /// A span starting now, a child of `parent` when the request named one.
     pub fn start(name: impl Into<String>, parent: Option<&TraceContext>) -> Span {
+        let mut name = name.into();
+        name.truncate(cut(&name).len());
         Span {
-            name: name.into(),
+            name,
             trace_id: parent.map_or_else(nonzero::<16>, |p| p.trace_id),
             span_id: nonzero::<8>(),
             parent: parent.map(|p| p.span_id),
@@ -254,6 +273,11 @@ impl Span {
             span_id: self.span_id,
             sampled: true,
         }
+    }
+
+    /// Marks the span failed with `message` (cut like an attribute).
+    pub fn fail(&mut self, message: &str) {
+        self.error = Some(cut(message).to_string());
     }
 
     /// Ends the span now.
@@ -386,7 +410,7 @@ impl Exporter {
     /// Starts the exporter's thread for `settings`.
     pub fn start(settings: Settings) -> Result<Exporter, OtlpError> {
         let (addr, host, path) = parse_endpoint(&settings.endpoint)
-            .map_err(|why| OtlpError::Endpoint(settings.endpoint.clone(), why))?;
+            .map_err(|why| OtlpError::Endpoint(without_userinfo(&settings.endpoint), why))?;
         let (tx, rx) = sync_channel(settings.queue.max(1));
         let counts = Arc::new(Counts::default());
         let c = Arc::clone(&counts);
@@ -499,6 +523,36 @@ fn post(addr: &str, host: &str, path: &str, body: &[u8]) -> std::io::Result<()> 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// What a client sent is cut before it sits in the queue: the span's name (built from
+    /// the method and the tool, or the model) and its status message.
+    #[test]
+    fn names_and_statuses_from_clients_are_cut() {
+        let huge = "é".repeat(MAX_ATTR);
+        let mut s = Span::start(format!("tools/call {huge}"), None);
+        assert!(s.name.len() <= MAX_ATTR && s.name.starts_with("tools/call é"));
+        s.fail(&huge);
+        let m = s.error.as_deref().unwrap();
+        assert!(m.len() <= MAX_ATTR && !m.is_empty());
+    }
+
+    #[test]
+    fn an_endpoint_error_never_prints_its_password() {
+        let e = Exporter::start(Settings {
+            endpoint: "https://bob:hunter2@collector.example:4318/v1/traces".into(),
+            service: "bulwark".into(),
+            instance: "test".into(),
+            queue: 8,
+        });
+        let msg = e.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg.contains("bad OTLP endpoint"), "{msg}");
+        assert!(!msg.contains("hunter2") && !msg.contains("bob"), "{msg}");
+        assert_eq!(
+            without_userinfo("http://a:b@h:1/x"),
+            "http://<redacted>@h:1/x"
+        );
+        assert_eq!(without_userinfo("http://h:1/x"), "http://h:1/x");
+    }
 
     #[test]
     fn traceparent_parses_only_the_w3c_form() {

@@ -293,12 +293,16 @@ fn a_secret_whole_in_one_item_is_reported_once() {
     assert_eq!(d.masked.unwrap()["content"][1]["text"], "and nothing else");
 }
 
+fn task_result() -> serde_json::Value {
+    json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Write a short poem about the sea."}}]})
+}
+
 /// A prompt template is a task for the model by design, so the task-on-its-own-line class
 /// does not read it; the same text in a tool's result is still an injection, and a
 /// template with an instruction of another class is still refused.
 #[test]
 fn a_prompt_templates_task_is_not_an_injection_but_the_same_line_in_a_result_is() {
-    let task = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Write a short poem about the sea."}}]});
+    let task = task_result();
     let mut h = Harness::default_policy();
     let template = h.eval(&Call::response(
         "s",
@@ -314,6 +318,16 @@ fn a_prompt_templates_task_is_not_an_injection_but_the_same_line_in_a_result_is(
         (Verdict::Block, Some(ReasonCode::Injection)),
         "{fetched:?}"
     );
+    // A listed tool that calls itself `prompts/get` has a definition: no exemption.
+    let mut h = Harness::default_policy();
+    let mut posing = Call::response("s", "prompts/get", json!({}), task_result());
+    posing.definition = Some(Definition {
+        description: "Gets a prompt.".into(),
+        input_schema: json!({"type": "object"}),
+        annotations: json!({}),
+    });
+    let posing = h.eval(&posing);
+    assert_eq!(posing.decision, Verdict::Block, "{posing:?}");
     let mut h = Harness::default_policy();
     let hostile = h.eval(&Call::response(
         "s",

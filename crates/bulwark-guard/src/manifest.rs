@@ -215,7 +215,9 @@ fn stamp(_: &std::fs::Metadata, _: std::time::Duration) -> String {
 mod tests {
     use super::*;
 
-    const SHORT: std::time::Duration = std::time::Duration::from_millis(50);
+    // Long enough that a write preempted on a loaded machine is still "just written" when
+    // its stamp is taken.
+    const SHORT: std::time::Duration = std::time::Duration::from_millis(400);
 
     /// Writes a file and waits until its stamp is older than [`SHORT`].
     fn settle(path: &Path, bytes: &[u8]) {

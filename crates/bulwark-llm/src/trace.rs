@@ -64,7 +64,7 @@ impl Trace {
         self.span.set("http.response.status_code", i64::from(code));
         if code >= 400 {
             self.span.set("error.type", code.to_string());
-            self.span.error = Some(format!("the upstream answered {code}"));
+            self.span.fail(&format!("the upstream answered {code}"));
         }
     }
 

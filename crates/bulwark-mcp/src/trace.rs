@@ -107,7 +107,7 @@ pub fn finish(mut span: Span, id: &Value, outs: &mut [Out]) -> Span {
             span.set("bulwark.rule_id", r.as_str());
         }
         if !d.is_allowed() {
-            span.error = Some(d.reason.clone());
+            span.fail(&d.reason);
         }
     }
     for out in outs.iter_mut() {
@@ -118,7 +118,7 @@ pub fn finish(mut span: Span, id: &Value, outs: &mut [Out]) -> Span {
                         .set("error.type", code.to_string());
                     if span.error.is_none() {
                         let m = v.pointer("/error/message").and_then(Value::as_str);
-                        span.error = Some(m.unwrap_or("error").to_string());
+                        span.fail(m.unwrap_or("error"));
                     }
                 }
             }

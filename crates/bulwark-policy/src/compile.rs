@@ -707,6 +707,9 @@ fn redact(url: &str) -> String {
         .and_then(|(s, r)| r.rsplit_once('@').map(|(_, h)| (s, h)))
     {
         Some((scheme, host)) => format!("{scheme}://***@{host}"),
+        // Not a URL with a scheme (a libpq `key=value` string, `user:pw@host`): it may hold
+        // a password anywhere, so none of it is repeated.
+        None if !url.contains("://") => "<not shown: no scheme>".into(),
         None => url.to_string(),
     }
 }
@@ -1479,6 +1482,20 @@ fn scoring(s: &schema::Scoring) -> ScoringPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_url_in_a_message_never_shows_its_password() {
+        assert_eq!(
+            redact("postgres://u:pw@db:5432/x"),
+            "postgres://***@db:5432/x"
+        );
+        assert_eq!(redact("u:pw@db/x"), "<not shown: no scheme>");
+        assert_eq!(
+            redact("host=db user=u password=pw"),
+            "<not shown: no scheme>"
+        );
+        assert_eq!(redact("redis://db:6379"), "redis://db:6379");
+    }
 
     #[test]
     fn path_globs() {

@@ -97,6 +97,15 @@ pub struct PgSink {
     tx: SyncSender<Row>,
     depth: Arc<AtomicU64>,
     dropped: Arc<AtomicU64>,
+    /// Set when the sink is dropped: the writer learns it is closing even while it holds a
+    /// full batch and so reads nothing from the queue.
+    closed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for PgSink {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Forward for PgSink {
@@ -137,12 +146,14 @@ pub fn start(cfg: Config) -> Result<(PgSink, std::thread::JoinHandle<()>), PgErr
     let (tx, rx) = std::sync::mpsc::sync_channel(cfg.queue.max(1));
     let depth = Arc::new(AtomicU64::new(0));
     let dropped = Arc::new(AtomicU64::new(0));
+    let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sink = PgSink {
         tx,
         depth: Arc::clone(&depth),
         dropped: Arc::clone(&dropped),
+        closed: Arc::clone(&closed),
     };
-    let w = writer::Writer::new(pg, cfg, rx, depth, dropped)?;
+    let w = writer::Writer::new(pg, cfg, rx, depth, dropped, closed)?;
     let handle = std::thread::Builder::new()
         .name("bulwark-telemetry-pg".into())
         .spawn(move || w.run())?;

@@ -6,7 +6,7 @@
 //! retried, because a retry after an unknown outcome could store it twice.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,8 @@ pub(crate) struct Writer {
     rx: Receiver<Row>,
     depth: Arc<AtomicU64>,
     dropped: Arc<AtomicU64>,
+    /// The sink is gone (the log is closing).
+    closed: Arc<AtomicBool>,
     rt: Runtime,
     client: Option<Client>,
     /// Drops already added to the database's counter.
@@ -41,6 +43,7 @@ impl Writer {
         rx: Receiver<Row>,
         depth: Arc<AtomicU64>,
         dropped: Arc<AtomicU64>,
+        closed: Arc<AtomicBool>,
     ) -> Result<Writer, PgError> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -51,6 +54,7 @@ impl Writer {
             rx,
             depth,
             dropped,
+            closed,
             rt,
             client: None,
             dropped_stored: 0,
@@ -66,6 +70,12 @@ impl Writer {
         // about one timeout, or is counted as lost: shutdown is bounded.
         let mut deadline: Option<Instant> = None;
         loop {
+            // With a full batch in hand and the database away, nothing below reads the
+            // queue, so its disconnection alone would never be seen: shutdown would wait for
+            // the database to come back.
+            if self.closed.load(Ordering::Relaxed) {
+                open = false;
+            }
             if !open {
                 let d = *deadline.get_or_insert_with(|| Instant::now() + self.cfg.timeout);
                 if Instant::now() >= d {
@@ -77,6 +87,13 @@ impl Writer {
                         );
                     }
                     return;
+                }
+                // Closing: what is still queued is written too, within the deadline.
+                while batch.len() < self.cfg.batch {
+                    match self.rx.try_recv() {
+                        Ok(r) => batch.push(r),
+                        Err(_) => break,
+                    }
                 }
             }
             if open && batch.len() < self.cfg.batch {

@@ -156,7 +156,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, env: &mut Env<'_>) {
     // injection in a tool result looks like and exactly what a template says, so that one
     // class does not read templates; every other class (role blocks, authority claims,
     // hidden text, secrets) still does.
-    if call.direction == Direction::Response && call.tool.name == PROMPT_TEMPLATE {
+    // A listed tool has a definition; a prompt's answer never does, so a server cannot win
+    // the exemption by naming a tool `prompts/get`.
+    if call.direction == Direction::Response
+        && call.tool.name == PROMPT_TEMPLATE
+        && call.definition.is_none()
+    {
         out.findings
             .retain(|f| f.rule_id != "injection.position.task_request");
     }
