@@ -421,6 +421,13 @@ impl Exporter {
         Ok(Exporter { tx, counts })
     }
 
+    /// The shared exporter a front hands its gate, when `settings` names one.
+    pub fn start_if(settings: Option<Settings>) -> Result<Option<Arc<Exporter>>, OtlpError> {
+        settings
+            .map(|s| Exporter::start(s).map(Arc::new))
+            .transpose()
+    }
+
     /// Queues a finished span; never waits. A full queue drops it (counted).
     pub fn export(&self, mut span: Span) {
         if span.end_ns == 0 {

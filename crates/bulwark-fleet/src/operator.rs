@@ -49,16 +49,7 @@ pub enum OperatorError {
 
 type Result<T, E = OperatorError> = std::result::Result<T, E>;
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::runtime::{hex, now_ms};
 
 /// The operator's directory (`STATE_DIR/fleet`).
 pub struct Operator {

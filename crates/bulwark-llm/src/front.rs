@@ -124,13 +124,8 @@ impl Front {
         parts.count = admin.is_some();
         parts.admin = admin.is_some();
         parts.ledger = true;
-        let tracer = match otlp {
-            Some(s) => Some(Arc::new(
-                bulwark_audit::otlp::Exporter::start(s)
-                    .map_err(|e| FrontError::Setup(e.to_string()))?,
-            )),
-            None => None,
-        };
+        let tracer = bulwark_audit::otlp::Exporter::start_if(otlp)
+            .map_err(|e| FrontError::Setup(e.to_string()))?;
         let gate = Arc::new(Gate::assemble(parts)?.with_tracer(tracer));
         let device = bulwark_fleet::runtime::start_on_own_thread(
             "proxy",
