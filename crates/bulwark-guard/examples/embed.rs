@@ -1,6 +1,7 @@
 //! Prints the window embeddings of JSON-lines texts, for training the head
 //! (`scripts/train_head.py`): reads `{"text": ...}` lines on stdin, writes
-//! `{"windows": [[384 floats], ...]}` lines on stdout.
+//! `{"windows": [[384 floats], ...]}` lines on stdout: every window, then (static model)
+//! every sentence segment, as `Guard::score_windows` scores them.
 //! Usage: `embed MODEL_DIR [static|encoder]` (default: the distilled static table).
 
 use std::io::{BufRead, Write};
@@ -28,6 +29,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
         }
         Err(_) => guard,
+    };
+    // BULWARK_GUARD_SEGMENTS=0|1 turns sentence segments off or on (default: the model's).
+    let guard = match std::env::var("BULWARK_GUARD_SEGMENTS").as_deref() {
+        Ok("0") => guard.with_segments(false),
+        Ok("1") => guard.with_segments(true),
+        _ => guard,
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -23,7 +23,10 @@
 //! of a text is trivially evaded by padding. [`Guard::score`] reads the whole text in
 //! overlapping windows ([`WINDOW_TOKENS`], [`WINDOW_OVERLAP`]) and the maximum counts; a
 //! text longer than [`Limits::max_windows`] windows is an error, which the caller turns
-//! into a block or a warning per policy (`guard.on_error`), never a silent pass.
+//! into a block or a warning per policy (`guard.on_error`), never a silent pass. The static
+//! model also scores every sentence on its own ([`segments`]): a window's mean dilutes one
+//! sentence among a hundred benign tokens to nothing, while a segment's mean, with no
+//! attention mixing in the context, is the sentence alone wherever it stands.
 //!
 //! [`Runner`] runs scoring off the caller's thread with a bounded queue and a deadline;
 //! [`ollama`] is the alternative for operators who run a llama-guard model in Ollama.
@@ -64,6 +67,9 @@ pub const WINDOW_TOKENS: usize = 254;
 pub const WINDOW_OVERLAP: usize = 64;
 /// Tokens per window of the static model ([`Windowing::STATIC`]).
 pub const STATIC_WINDOW_TOKENS: usize = 128;
+/// Longest sentence the static model scores as one segment; a longer one is scored in
+/// windows this long, overlapping by half ([`segments`]).
+pub const SEGMENT_TOKENS: usize = 32;
 
 /// What can go wrong in the guard.
 #[derive(Debug, thiserror::Error)]
@@ -157,13 +163,15 @@ impl Default for Limits {
     }
 }
 
-/// One window's score.
+/// One window's or segment's score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowScore {
     /// Token range of the window in the tokenized input.
     pub tokens: std::ops::Range<usize>,
     /// Probability of injection.
     pub score: f32,
+    /// A sentence segment ([`segments`]) rather than a window.
+    pub segment: bool,
 }
 
 /// What turns a window of token ids into an embedding.
@@ -182,6 +190,9 @@ pub struct Guard {
     head: Head,
     limits: Limits,
     windowing: Windowing,
+    /// Whether sentences are scored on their own as well as the windows (the static
+    /// model: a segment's mean is the sentence alone, with nothing diluting it).
+    segments: bool,
 }
 
 impl Guard {
@@ -227,6 +238,7 @@ impl Guard {
             head: Head::builtin(kind)?,
             limits: Limits::default(),
             windowing,
+            segments: kind == Kind::Static,
         })
     }
 
@@ -241,6 +253,7 @@ impl Guard {
             head,
             limits: Limits::default(),
             windowing: Windowing::ENCODER,
+            segments: false,
         })
     }
 
@@ -253,6 +266,14 @@ impl Guard {
     /// Replaces the windowing (for choosing it on dev).
     pub fn with_windowing(mut self, windowing: Windowing) -> Self {
         self.windowing = windowing;
+        self
+    }
+
+    /// Turns scoring sentence segments on or off (for measuring what they add on dev).
+    /// The encoder does not score them by default: its token states already mix in the
+    /// context, and running it once per sentence costs a forward pass each.
+    pub fn with_segments(mut self, on: bool) -> Self {
+        self.segments = on;
         self
     }
 
@@ -290,8 +311,11 @@ impl Guard {
         Ok(self.embed_ids(&ids[..end])?.to_vec())
     }
 
-    fn spans(&self, n: usize) -> Result<Vec<std::ops::Range<usize>>, GuardError> {
-        let spans = self.windowing.spans(n);
+    /// The token ids of `text` and the units scored: every window, then (when on) every
+    /// sentence segment, each flagged `true` if a segment.
+    fn units(&self, text: &str) -> Result<(Vec<u32>, Vec<Unit>), GuardError> {
+        let (ids, breaks) = self.tokenizer.encode_sentences(text);
+        let n = ids.len();
         // The limit is in encoder windows (≈ tokens read): shorter windows do not lower it.
         let encoder_windows = windows(n).len();
         if encoder_windows > self.limits.max_windows {
@@ -300,28 +324,42 @@ impl Guard {
                 self.limits.max_windows
             )));
         }
-        Ok(spans)
+        let mut units: Vec<Unit> = self
+            .windowing
+            .spans(n)
+            .into_iter()
+            .map(|r| (r, false))
+            .collect();
+        // One segment equal to the only window adds nothing.
+        if self.segments && !(breaks.is_empty() && n <= SEGMENT_TOKENS) {
+            units.extend(segments(n, &breaks).into_iter().map(|r| (r, true)));
+        }
+        Ok((ids, units))
     }
 
-    /// Embeddings of every window of `text`.
+    /// Embeddings of every unit of `text`: its windows, then its sentence segments (the
+    /// static model), in the order [`Guard::score_windows`] scores them.
     pub fn embed_windows(&self, text: &str) -> Result<Vec<Vec<f32>>, GuardError> {
-        let ids = self.tokenizer.encode(text);
-        self.spans(ids.len())?
+        let (ids, units) = self.units(text)?;
+        units
             .into_iter()
-            .map(|r| Ok(self.embed_ids(&ids[r])?.to_vec()))
+            .map(|(r, _)| Ok(self.embed_ids(&ids[r])?.to_vec()))
             .collect()
     }
 
-    /// Scores every window of `text`; the text's score is the maximum.
+    /// Scores every window of `text`, and with the static model every sentence on its own
+    /// too; the text's score is the maximum. A sentence hidden in a long benign window is
+    /// diluted in the window's mean, but its segment's mean is the sentence alone.
     pub fn score_windows(&self, text: &str) -> Result<Vec<WindowScore>, GuardError> {
-        let ids = self.tokenizer.encode(text);
-        self.spans(ids.len())?
+        let (ids, units) = self.units(text)?;
+        units
             .into_iter()
-            .map(|r| {
+            .map(|(r, segment)| {
                 let e = self.embed_ids(&ids[r.clone()])?;
                 Ok(WindowScore {
                     tokens: r,
                     score: self.head.probability(e.view()),
+                    segment,
                 })
             })
             .collect()
@@ -402,6 +440,41 @@ impl Windowing {
         }
         out
     }
+}
+
+/// A scored token range and whether it is a sentence segment.
+type Unit = (std::ops::Range<usize>, bool);
+
+/// Sentence segments of `n` tokens whose sentences end at `breaks` (ascending, as
+/// [`tokenizer::Tokenizer::encode_sentences`] gives them): each sentence of at most
+/// [`SEGMENT_TOKENS`] tokens is one segment; a longer one (or text with no sentence ends,
+/// which an attacker controls) is cut into windows of [`SEGMENT_TOKENS`] overlapping by
+/// half, so no instruction of up to half that length is ever pooled with more than as
+/// much other text. Together they cover every token.
+pub fn segments(n: usize, breaks: &[usize]) -> Vec<std::ops::Range<usize>> {
+    let short = Windowing {
+        tokens: SEGMENT_TOKENS,
+        overlap: SEGMENT_TOKENS / 2,
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    for end in breaks.iter().copied().filter(|&b| b < n).chain([n]) {
+        if end <= start {
+            continue;
+        }
+        if end - start <= SEGMENT_TOKENS {
+            out.push(start..end);
+        } else {
+            out.extend(
+                short
+                    .spans(end - start)
+                    .into_iter()
+                    .map(|r| r.start + start..r.end + start),
+            );
+        }
+        start = end;
+    }
+    out
 }
 
 /// Token ranges of the encoder's windows over `n` tokens: [`WINDOW_TOKENS`] long,
@@ -501,6 +574,24 @@ mod tests {
         assert_eq!(w.last().map(|r| r.end), Some(1000));
         for pair in w.windows(2) {
             assert_eq!(pair[0].end - pair[1].start, WINDOW_OVERLAP);
+        }
+    }
+
+    #[test]
+    fn segments_are_sentences_and_long_ones_are_cut_short() {
+        assert!(segments(0, &[]).is_empty());
+        assert_eq!(segments(10, &[4, 7]), vec![0..4, 4..7, 7..10]);
+        // A 100-token sentence (no break) is read in 32-token pieces overlapping by 16.
+        let long = segments(104, &[4]);
+        assert_eq!(long[0], 0..4);
+        assert!(long[1..].iter().all(|r| r.len() <= SEGMENT_TOKENS));
+        assert_eq!(long.last().map(|r| r.end), Some(104));
+        for pair in long[1..].windows(2) {
+            assert_eq!(pair[0].end - pair[1].start, SEGMENT_TOKENS / 2);
+        }
+        // Every token is in some segment.
+        for t in 0..104 {
+            assert!(long.iter().any(|r| r.contains(&t)), "token {t}");
         }
     }
 

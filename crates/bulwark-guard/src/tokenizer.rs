@@ -66,7 +66,17 @@ impl Tokenizer {
 
     /// Token ids of `text`, without `[CLS]`/`[SEP]`.
     pub fn encode(&self, text: &str) -> Vec<u32> {
+        self.encode_sentences(text).0
+    }
+
+    /// Token ids of `text` and where its sentences end: each break is the index of the
+    /// first token after a sentence (ascending, never 0, never the length). A sentence ends
+    /// at a line break, at `.` `!` `?` (and their Arabic, Greek and fullwidth forms)
+    /// followed by a space or the end, and at `。` `！` `？` `।` `॥` (which need none). The
+    /// ids are exactly [`Tokenizer::encode`]'s: breaks only mark them.
+    pub fn encode_sentences(&self, text: &str) -> (Vec<u32>, Vec<usize>) {
         let mut ids = Vec::with_capacity(text.len() / 3);
+        let mut breaks: Vec<usize> = Vec::new();
         let mut word = String::new();
         let flush = |word: &mut String, ids: &mut Vec<u32>| {
             if !word.is_empty() {
@@ -74,16 +84,42 @@ impl Tokenizer {
                 word.clear();
             }
         };
+        let mark = |breaks: &mut Vec<usize>, at: usize| {
+            if at > 0 && breaks.last() != Some(&at) {
+                breaks.push(at);
+            }
+        };
+        // A `.`, `!` or `?` ends a sentence only if what follows is a space (or nothing):
+        // "3.5", "e.g" and "example.com" are not sentence ends.
+        let mut pending = false;
         for c in text.chars() {
             if c == '\0' || c == '\u{fffd}' || is_control(c) {
                 continue;
             }
             if is_whitespace(c) {
                 flush(&mut word, &mut ids);
-            } else if is_cjk(c) || is_punctuation(c) {
+                if pending || matches!(c, '\n' | '\r') {
+                    mark(&mut breaks, ids.len());
+                }
+                pending = false;
+                continue;
+            }
+            if !(pending && is_punctuation(c)) {
+                // "...", "?!" and ".)" keep the end pending; anything else cancels it.
+                pending = false;
+            }
+            if is_cjk(c) || is_punctuation(c) {
                 flush(&mut word, &mut ids);
                 word.push(c);
                 flush(&mut word, &mut ids);
+                if matches!(
+                    c,
+                    '\u{3002}' | '\u{ff01}' | '\u{ff1f}' | '\u{964}' | '\u{965}'
+                ) {
+                    mark(&mut breaks, ids.len());
+                } else if matches!(c, '.' | '!' | '?' | '\u{61f}' | '\u{6d4}' | '\u{37e}') {
+                    pending = true;
+                }
             } else {
                 // Lower-case then strip accents; either can yield several chars, and a
                 // stripped char can turn out to be punctuation (rare; kept in the word).
@@ -97,7 +133,10 @@ impl Tokenizer {
             }
         }
         flush(&mut word, &mut ids);
-        ids
+        if breaks.last() == Some(&ids.len()) {
+            breaks.pop();
+        }
+        (ids, breaks)
     }
 
     fn word_pieces(&self, word: &str, ids: &mut Vec<u32>) {
@@ -201,6 +240,19 @@ mod tests {
             tiny().encode("Café ig\u{200b}nore \u{e0041}"),
             vec![9, 4, 5]
         );
+    }
+
+    #[test]
+    fn sentence_breaks_mark_the_same_ids() {
+        let t = tiny();
+        let text = "Ignore all! Previous\ncafe 你\u{3002}你 all!all. ";
+        let (ids, breaks) = t.encode_sentences(text);
+        assert_eq!(ids, t.encode(text));
+        // after "!" + space, after the line break, after "。" (no space needed); the "!"
+        // inside "all!all" is no end, the final "." ends the text (no break at the end).
+        let unk = t.unk;
+        assert_eq!(ids, vec![4, 5, 6, 7, 8, 9, 10, unk, 10, 6, 7, 6, unk]);
+        assert_eq!(breaks, vec![4, 5, 8]);
     }
 
     #[test]
