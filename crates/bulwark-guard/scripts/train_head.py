@@ -2,7 +2,7 @@
 reports on the eval half.
 
     python scripts/train_head.py train SETS EMB > src/head_static.json   # EMB: emb | enc
-    python scripts/train_head.py eval  SETS EMB src/head_static.json     # report (markdown)
+    python scripts/train_head.py eval  SETS EMB src/head_static.json [HALF...]  # report (markdown)
 
 SETS holds dev.jsonl / eval.jsonl (scripts/build_sets.py), their window embeddings
 SETS/{dev,eval}.EMB.jsonl (`embed MODEL_DIR static|encoder`), and the fast path's verdicts
@@ -32,11 +32,24 @@ FOLDS = 5
 MI_ROUNDS = 2
 
 
-def load(sets, half, emb):
+def guard_input(r):
+    """Whether a row is text the guard is given in production: a tool result, a tool
+    definition or an attack. A user's own prompt (BFCL questions, CyberSecEval's benign
+    MITRE prompts, MCPSecBench's ordinary requests: scope `request`, benign) never reaches
+    the guard — it reads tool results, definitions and tool input — and as a negative it
+    teaches the head that text addressed to the assistant is harmless, which in a tool
+    result is the very signal of an injection."""
+    return r["label"] or r.get("scope") != "request"
+
+
+def load(sets, half, emb, only_guard_input=False):
     rows = [json.loads(l) for l in open(f"{sets}/{half}.jsonl")]
     embs = [json.loads(l)["windows"] for l in open(f"{sets}/{half}.{emb}.jsonl")]
     fast = [json.loads(l)["flagged"] for l in open(f"{sets}/{half}.fast.jsonl")]
     assert len(rows) == len(embs) == len(fast), "embeddings or verdicts do not match rows"
+    if only_guard_input:
+        keep = [i for i, r in enumerate(rows) if guard_input(r)]
+        rows, embs, fast = [rows[i] for i in keep], [embs[i] for i in keep], [fast[i] for i in keep]
     return rows, embs, np.array(fast, dtype=bool)
 
 
@@ -126,8 +139,8 @@ def fmt(name, flag, labels):
     return f"| {name} | {tp}/{p} = {100 * tp / p:.1f} % | {fp}/{n} = {100 * fp / n:.1f} % | {100 * prec:.1f} % |"
 
 
-def train(sets, emb):
-    rows, embs, fast = load(sets, "dev", emb)
+def train(sets, emb, only_guard_input=False):
+    rows, embs, fast = load(sets, "dev", emb, only_guard_input)
     labels = np.array([r["label"] for r in rows])
     best = None
     for l2 in L2_GRID:
@@ -150,11 +163,11 @@ def train(sets, emb):
     }, sys.stdout)
 
 
-def report(sets, emb, head_path):
+def report(sets, emb, head_path, halves=("dev", "eval")):
     head = json.load(open(head_path))
     w, b = np.array(head["weights"]), head["bias"]
     cut = float(np.log(POLICY_THRESHOLD / (1 - POLICY_THRESHOLD)))
-    for half in ("dev", "eval"):
+    for half in halves:
         rows, embs, fast = load(sets, half, emb)
         labels = np.array([r["label"] for r in rows])
         logits = row_logits(embs, range(len(rows)), w, b)
@@ -164,7 +177,7 @@ def report(sets, emb, head_path):
         print(fmt("fast path alone", fast, labels))
         print(fmt("guard alone", guard, labels))
         print(fmt("fast path + guard", fast | guard, labels))
-        if half == "eval":
+        if half != "dev":
             # After the fact, on eval (no choice is made from it): the best the guard could
             # do at exactly the fast path's eval FP count, alone and added to the fast path.
             neg = labels == 0
@@ -190,17 +203,18 @@ def report(sets, emb, head_path):
             c[4] = r["label"]
         for (src, cat, lang), (n, g, f, e, lab) in sorted(by.items(), key=lambda kv: (kv[1][4], kv[0])):
             print(f"| {src} | {cat} | {lang} | {'attack' if lab else 'benign'} | {n} | {g} | {f} | {e} |")
-        langs = collections.defaultdict(lambda: [0, 0, 0, 0])
+        langs = collections.defaultdict(lambda: [0, 0, 0, 0, 0, 0, 0, 0])
         for i, r in enumerate(rows):
-            if r["label"]:
-                c = langs[lang_of(r)]
-                c[0] += 1
-                c[1] += bool(guard[i])
-                c[2] += bool(fast[i])
-                c[3] += bool(guard[i] or fast[i])
-        print("\n| attacks by language | rows | guard | fast path | both |\n|---|---|---|---|---|")
-        for code, (n, g, f, e) in sorted(langs.items()):
-            print(f"| {code} | {n} | {g} | {f} | {e} |")
+            c = langs[lang_of(r)]
+            k = 0 if r["label"] else 4
+            c[k] += 1
+            c[k + 1] += bool(guard[i])
+            c[k + 2] += bool(fast[i])
+            c[k + 3] += bool(guard[i] or fast[i])
+        print("\n| language | attacks | guard | fast path | both | benign | guard FP | fast path FP | both FP |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for code, c in sorted(langs.items()):
+            print(f"| {code} | " + " | ".join(str(x) for x in c) + " |")
         print("\n</details>")
 
 
@@ -216,8 +230,10 @@ def auc(scores, labels):
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "train":
-        train(sys.argv[2], sys.argv[3])
+        # `--guard-input`: train and pick the cut only on what the guard reads (guard_input).
+        train(sys.argv[2], sys.argv[3], "--guard-input" in sys.argv[4:])
     elif cmd == "eval":
-        report(sys.argv[2], sys.argv[3], sys.argv[4])
+        # Optional halves after the head (default dev eval): e.g. `ml` for multilingual.py's set.
+        report(sys.argv[2], sys.argv[3], sys.argv[4], tuple(sys.argv[5:]) or ("dev", "eval"))
     else:
         sys.exit(__doc__)
