@@ -65,10 +65,19 @@ pub fn command(cmd: &GuardCommand) -> Result<ExitCode> {
             let windows = guard.score_windows(&text)?;
             let threshold = policy.guard.threshold;
             let mut max = 0.0f32;
-            for (i, w) in windows.iter().enumerate() {
+            let (mut n_windows, mut n_segments) = (0, 0);
+            for w in &windows {
                 max = max.max(w.score);
+                // Windows first, then (static model) sentence segments, each numbered.
+                let (what, i) = if w.segment {
+                    n_segments += 1;
+                    ("segment", n_segments - 1)
+                } else {
+                    n_windows += 1;
+                    ("window", n_windows - 1)
+                };
                 println!(
-                    "window {i}\ttokens {}..{}\tscore {:.4}{}",
+                    "{what} {i}\ttokens {}..{}\tscore {:.4}{}",
                     w.tokens.start,
                     w.tokens.end,
                     w.score,
@@ -80,8 +89,7 @@ pub fn command(cmd: &GuardCommand) -> Result<ExitCode> {
                 );
             }
             println!(
-                "max {max:.4}\tthreshold {threshold}\t{} windows",
-                windows.len()
+                "max {max:.4}\tthreshold {threshold}\t{n_windows} windows, {n_segments} segments"
             );
             Ok(if max >= threshold {
                 ExitCode::from(1)
