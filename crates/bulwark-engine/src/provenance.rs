@@ -130,11 +130,13 @@ const AUTHOR_KEYS: &[&str] = &[
 /// for a message received from others, the sender chose every one of them — the user is
 /// one, the rest are whoever the attacker added. In a result that carried untrusted input
 /// they are the attacker's like the author fields. `to` is also `reply_to`, `sent_to`.
+/// A single `recipient` is not among them: a record with one recipient that reached the
+/// user names where it reached them — the user, a channel they read, their own account
+/// for a payment someone made — never a third party of the sender's choosing.
 const ADDRESSEE_KEYS: &[&str] = &[
     "to",
     "cc",
     "bcc",
-    "recipient",
     "recipients",
     "reply",
     "replyto",
@@ -959,6 +961,12 @@ mod tests {
             s.origin(&json!({"channel": "U0MAL"})),
             Origin::Untrusted(_)
         ));
+        // A single recipient is where the message reached the user: a channel they read.
+        let s = heard(&[(
+            r#"[{"sender": "Eve", "recipient": "random", "body": "Mugs are in."}]"#,
+            true,
+        )]);
+        assert_eq!(s.origin(&json!({"channel": "random"})), Origin::Settled);
         // From a result that gave no untrusted input, the same fields are values of record.
         let s = heard(&[(mail, false)]);
         assert_eq!(
