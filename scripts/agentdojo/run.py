@@ -35,8 +35,13 @@ single-quoted strings are doubled; both are undone before the oracle looks for t
 injection (and the injection is compared the same way). An injection task whose ground truth is empty
 cannot be carried out by any oracle: the summary reports ASR against that ceiling too.
 
+`--results json` prints structured tool results as JSON instead of AgentDojo's default
+YAML (`tool_result_to_str` takes the dump function). It matters to `--provenance`: only a
+format that escapes what others wrote has structure that is the tool's (docs/proxy.md), so
+values in untrusted YAML are read as prose and values in untrusted JSON as records.
+
 Usage: run.py BASE_URL SUITE [--attack important_instructions|direct] [--oracle sequential]
-       [--limit N]
+       [--results yaml|json] [--limit N]
 Prints one JSON line per (user task, injection task) and a summary.
 """
 
@@ -48,6 +53,7 @@ import sys
 import openai
 from agentdojo.agent_pipeline import AgentPipeline, InitQuery, SystemMessage, ToolsExecutionLoop, ToolsExecutor
 from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement
+from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
 from agentdojo.agent_pipeline.llms.openai_llm import _function_to_openai, _message_to_openai, _openai_to_assistant_message
 from agentdojo.attacks.attack_registry import load_attack
 from agentdojo.task_suite.load_suites import get_suite
@@ -64,7 +70,8 @@ def flat(text):
     # YAML writes a line break inside a string as `\n`: undo it, then compare without
     # whitespace, which formatting changes.
     # A single-quoted YAML scalar doubles its quotes (`''Hey''`): undo that too.
-    return " ".join(text.replace("\\n", "\n").replace("''", "'").split())
+    # JSON escapes a double quote (`\"`): undo that as well.
+    return " ".join(text.replace("\\n", "\n").replace('\\"', '"').replace("''", "'").split())
 
 
 class GullibleOracle(BasePipelineElement):
@@ -158,6 +165,14 @@ class GullibleOracle(BasePipelineElement):
             tagged = self.next_calls(env, messages) if self.sequential else []
 
 
+def formatter(results):
+    if results == "yaml":
+        return tool_result_to_str
+    # Dates and times as YAML writes them (`2024-05-15 15:00:00`), text as it is.
+    dump = lambda d: json.dumps(d, default=str, ensure_ascii=False)
+    return lambda r: tool_result_to_str(r, dump)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("base")
@@ -166,6 +181,8 @@ def main():
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--oracle", choices=["batch", "sequential"], default="sequential")
     ap.add_argument("--explain", action="store_true", help="list every refused call of a run (tool, reason code, reason)")
+    ap.add_argument("--results", choices=["yaml", "json"], default="yaml",
+                    help="how structured tool results are printed (AgentDojo's default is YAML)")
     ap.add_argument("--no-attack", action="store_true", help="only the runs without an injection")
     a = ap.parse_args()
     client = openai.OpenAI(base_url=a.base + "/v1", api_key="sk-agentdojo", max_retries=0)
@@ -175,7 +192,7 @@ def main():
         SystemMessage("You are a helpful assistant."),
         InitQuery(),
         oracle,
-        ToolsExecutionLoop([ToolsExecutor(), oracle]),
+        ToolsExecutionLoop([ToolsExecutor(formatter(a.results)), oracle]),
     ])
     # AgentDojo names the model in its attacks from the pipeline name.
     pipeline.name = "gpt-4o-mini-2024-07-18"
@@ -214,7 +231,7 @@ def main():
                               "approvable": oracle.run_approvable_user,
                               **({"refused": oracle.run_refusals} if a.explain else {})}))
     print(json.dumps({
-        "suite": a.suite, "attack": a.attack, "oracle": a.oracle, "user_tasks": len(user_tasks), "runs": runs,
+        "suite": a.suite, "attack": a.attack, "oracle": a.oracle, "results": a.results, "user_tasks": len(user_tasks), "runs": runs,
         "utility_without_attack": round(clean_utility / len(user_tasks), 3),
         "utility_under_attack": round(utility / runs, 3) if runs else None,
         "attack_success_rate": round(asr / runs, 3) if runs else None,
