@@ -388,6 +388,7 @@ fn resolve(mut v: Vec<Finding>) -> Vec<Finding> {
             "secret.keyword_assignment"
                 | "secret.keyword_literal"
                 | "secret.xml_pair"
+                | "secret.name_value_pair"
                 | "secret.password_assignment"
                 | "secret.bearer_token"
                 | "secret.auth_header"

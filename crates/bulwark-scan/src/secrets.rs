@@ -129,6 +129,10 @@ pub(crate) fn not_an_identifier_name(whole: &[u8]) -> bool {
         "credentialid",
         "credentials_id",
         "csrf",
+        // Anti-forgery tokens are written into every page the server sends.
+        "xsrf",
+        "authenticity_token",
+        "__requestverificationtoken",
         "monkey",
         "keying",
         "keyword",
@@ -672,6 +676,33 @@ const XML_PAIR: &str = concat!(
     r#")"[^>]{0,80}?\bvalue[ \t]*=[ \t]*"([^"\n]{6,200})""#,
 );
 
+/// A name/value pair in YAML or JSON, the way Kubernetes, Compose, ECS task definitions and
+/// CI files list environment variables: `- name: DB_PASSWORD` then `value: "…"`, or
+/// `{"name": "API_TOKEN", "value": "…"}`.
+const NAME_VALUE_PAIR: &str = concat!(
+    r#"(?i)\bname\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:"#,
+    secret_name!(),
+    r#")\\?["']?[ \t]*,?[ \t]*(?:\r?\n[ \t]*(?:-[ \t]+)?)?\\?["']?value\\?["']?[ \t]*[:=][ \t]*(?:"#,
+    quoted_value!(),
+    "|",
+    bare_value!(),
+    ")",
+);
+
+/// The name of a name/value pair (the first quoted or bare word after `name`).
+fn pair_name(whole: &[u8]) -> bool {
+    let rest = whole.get(4..).unwrap_or_default();
+    let start = rest
+        .iter()
+        .position(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .unwrap_or(rest.len());
+    let len = rest[start..]
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')))
+        .unwrap_or(rest.len() - start);
+    keyword_name(&rest[start..start + len])
+}
+
 /// The name of an XML name/value pair (the pair's `key` or `name`).
 fn xml_pair_name(whole: &[u8]) -> bool {
     let lower = whole.to_ascii_lowercase();
@@ -1176,6 +1207,31 @@ pub const RULES: &[RuleDef] = &[
         ..BASE
     },
     RuleDef {
+        id: "secret.name_value_pair",
+        label: "secret",
+        severity: Severity::High,
+        keywords: &["value"],
+        regex: NAME_VALUE_PAIR,
+        group: ANY_GROUP,
+        before: 120,
+        after: 260,
+        check: Some(keyword_value),
+        context: Some(pair_name),
+        ..BASE
+    },
+    RuleDef {
+        // `.netrc`: `machine HOST login USER password PASS`, on one line or several.
+        id: "secret.netrc_password",
+        label: "password",
+        keywords: &["machine"],
+        regex: r"(?i)\bmachine\s+\S+\s+login\s+\S+\s+password\s+(\S{4,200})",
+        group: 1,
+        before: 8,
+        after: 520,
+        check: Some(password_value),
+        ..BASE
+    },
+    RuleDef {
         // The MySQL/MariaDB clients take the password glued to `-p` (`-p'…'`, `-pS3cr…`);
         // `-p` alone prompts for it.
         id: "secret.mysql_password_flag",
@@ -1352,6 +1408,9 @@ mod tests {
             format!("<add key=\"StorageToken\" value=\"{v}\" />"),
             format!("<auth>{v}</auth>"),
             format!("mysql -u root -p'{v}' app"),
+            format!("        - name: DB_PASSWORD\n          value: \"{v}\""),
+            format!(r#"{{"name": "STRIPE_TOKEN", "value": "{v}"}}"#),
+            format!("machine api.example.net login deploy password {v}"),
             format!(r#"{{"config": "{{\"token\": \"{v}\"}}"}}"#),
         ] {
             let ids = found(&text);
@@ -1378,6 +1437,10 @@ mod tests {
             "auth_url = \"https://login.example.net/oauth2/v2.0/token\"",
             "password_policy = \"min12-upper1-digit1\"",
             "auth: ops-team@example.org",
+            "        - name: DB_PASSWORD\n          valueFrom:\n            secretKeyRef:",
+            r#"{"name": "API_TOKEN_URL", "value": "9f3a1c7e2b4d4e8fa6c1"}"#,
+            "machine api.example.net login deploy password $NETRC_PASSWORD",
+            r#"<input type="hidden" name="authenticity_token" value="q8Rz2LmX7vTp4KdNq8Rz2LmX7vTp4KdN" />"#,
         ] {
             assert!(found(text).is_empty(), "{text}: {:?}", found(text));
         }
