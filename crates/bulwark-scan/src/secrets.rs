@@ -1162,8 +1162,16 @@ pub const RULES: &[RuleDef] = &[
         id: "secret.keyword_literal",
         label: "secret",
         severity: Severity::High,
+        // Not a bare "pass": "passed", "passport" and "compass" would open a window at
+        // every mention.
         keywords: &[
-            "pass",
+            "passw",
+            "_pass",
+            "-pass",
+            "dbpass",
+            "userpass",
+            "rootpass",
+            "adminpass",
             "pwd",
             "secret",
             "token",
