@@ -386,6 +386,9 @@ fn resolve(mut v: Vec<Finding>) -> Vec<Finding> {
         matches!(
             f.rule_id,
             "secret.keyword_assignment"
+                | "secret.keyword_literal"
+                | "secret.xml_pair"
+                | "secret.name_value_pair"
                 | "secret.password_assignment"
                 | "secret.bearer_token"
                 | "secret.auth_header"

@@ -45,6 +45,8 @@ fn provider_value(v: &[u8]) -> bool {
         // A version, date or number with a few letters is not a key.
         && alpha * 5 >= v.len()
         && !is_placeholder(v)
+        && !crate::secrets::published_example(v)
+        && !crate::secrets::code_expression(v)
         && shannon(v) >= if v.len() >= 24 { 3.0 } else { 2.8 }
 }
 
@@ -207,12 +209,31 @@ const PROVIDERS: &[&str] = &[
     "twitter",
     "yandex",
     "zendesk",
+    // Beyond gitleaks' list: providers whose keys have no prefix of their own.
+    "ibm",
+    "bluemix",
+    "cloudant",
+    "softlayer",
+    "doppler",
+    "grafana",
+    "pulumi",
+    "terraform",
+    "postmark",
+    "pagerduty",
+    "circleci",
+    "buildkite",
+    "vercel",
+    "supabase",
+    "pusher",
+    "braintree",
+    "paypal",
+    "razorpay",
 ];
 
 /// The regex of the provider-named assignment rule: the name holds a provider, then an
 /// assignment operator of any common syntax, then the value (gitleaks' assignment shape).
 const PROVIDER_ASSIGNMENT: &str = concat!(
-    r#"(?i)[A-Za-z0-9_.\-]{0,50}?(?:adafruit|adobe|airtable|algolia|alibaba|asana|atlassian|confluence|jira|beamer|bitbucket|bittrex|meraki|cloudflare|codecov|cohere|co_api_key|coinbase|confluent|contentful|datadog|dnkey|discord|droneci|dropbox|etsy|facebook|fastly|finicity|finnhub|flickr|freshbooks|gitter|gocardless|heroku|hubspot|intercom|jfrog|artifactory|bintray|kraken|kucoin|launchdarkly|linked[_\-]?in|mailchimp|mailgun|mapbox|mattermost|message[_\-]?bird|netlify|new[_\-]?relic|nytimes|okta|plaid|private[_\-]?ai|rapidapi|sendbird|sentry|snyk|sonar|sourcegraph|squarespace|sumologic|telegram|travis|twilio|twitch|twitter|yandex|zendesk)"#,
+    r#"(?i)[A-Za-z0-9_.\-]{0,50}?(?:adafruit|adobe|airtable|algolia|alibaba|asana|atlassian|confluence|jira|beamer|bitbucket|bittrex|meraki|cloudflare|codecov|cohere|co_api_key|coinbase|confluent|contentful|datadog|dnkey|discord|droneci|dropbox|etsy|facebook|fastly|finicity|finnhub|flickr|freshbooks|gitter|gocardless|heroku|hubspot|intercom|jfrog|artifactory|bintray|kraken|kucoin|launchdarkly|linked[_\-]?in|mailchimp|mailgun|mapbox|mattermost|message[_\-]?bird|netlify|new[_\-]?relic|nytimes|okta|plaid|private[_\-]?ai|rapidapi|sendbird|sentry|snyk|sonar|sourcegraph|squarespace|sumologic|telegram|travis|twilio|twitch|twitter|yandex|zendesk|ibm|bluemix|cloudant|softlayer|doppler|grafana|pulumi|terraform|postmark|pagerduty|circleci|buildkite|vercel|supabase|pusher|braintree|paypal|razorpay)"#,
     r#"[ \t\w.\-]{0,20}[\s'"\]]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}"#,
     r#"([A-Za-z0-9_=+/.\-]{14,200}|\d{5,16}[:|][A-Za-z0-9_\-]{20,60})(?:[\x60'"\s;,)<]|\\[nr]|$)"#,
 );
@@ -413,6 +434,59 @@ pub const RULES: &[RuleDef] = &[
         ..BASE
     },
     RuleDef {
+        // Documented token formats with a prefix, length and alphabet of their own, outside
+        // gitleaks' default set or beyond its variants: Mailchimp (`…-us12`), Square
+        // (`EAAA…`, `sq0csp-`), Mapbox secret tokens (`sk.eyJ…`), Harness, Doppler's other
+        // token kinds, Flutterwave, NuGet (`oy2…`), Private Packagist, Azure DevOps PATs
+        // (the `AZDO` signature), Stripe webhook secrets, Supabase, Groq, xAI, Replicate,
+        // Google OAuth access and refresh tokens, Buildkite, the SoftLayer API URL.
+        id: "secret.vendor_token",
+        label: "saas_token",
+        keywords: &[
+            "-us",
+            "eaaa",
+            "sq0csp-",
+            "sk.eyj",
+            "pat.",
+            "sat.",
+            "dp.st.",
+            "dp.sa.",
+            "dp.ct.",
+            "dp.scim.",
+            "dp.audit.",
+            "flwseck",
+            "oy2",
+            "packagist_",
+            "azdo",
+            "whsec_",
+            "sbp_",
+            "sb_secret_",
+            "gsk_",
+            "xai-",
+            "r8_",
+            "ya29.",
+            "1//0",
+            "bkua_",
+        ],
+        regex: r#"(?:^|[^A-Za-z0-9_\-+/.])([0-9a-f]{32}-us[0-9]{1,2}|EAAA[A-Za-z0-9_\-]{60}|sq0csp-[A-Za-z0-9_\-]{43}|sk\.eyJ[A-Za-z0-9_\-]{50,400}\.[A-Za-z0-9_\-]{20,100}|(?:pat|sat)\.[A-Za-z0-9_\-]{22}\.[0-9a-f]{24}\.[A-Za-z0-9]{20}|dp\.(?:st|sa|ct|scim|audit)\.[A-Za-z0-9_.\-]{40,60}|FLWSECK(?:_TEST)?-[a-hA-H0-9]{32}-X|FLWSECK_TEST[a-hA-H0-9]{12}|oy2[a-z0-9]{43}|packagist_[ou][ol]t_[a-f0-9]{68}|[A-Za-z0-9]{52}JQQJ99[A-Za-z0-9]{3}AZDO[A-Za-z0-9]{4}|whsec_[A-Za-z0-9+/]{32,88}={0,2}|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{31,64}|gsk_[A-Za-z0-9]{52}|xai-[A-Za-z0-9]{80}|r8_[A-Za-z0-9]{37}|ya29\.[0-9A-Za-z_\-]{30,2000}|1//0[0-9A-Za-z_\-]{40,400}|bkua_[a-f0-9]{40})(?:[^A-Za-z0-9_\-+/=]|$)"#,
+        group: 1,
+        before: 60,
+        after: 2100,
+        check: Some(ent3),
+        ..BASE
+    },
+    RuleDef {
+        // SoftLayer's API takes the key in the URL path.
+        id: "secret.vendor_token",
+        label: "saas_token",
+        keywords: &["api.softlayer.com"],
+        regex: r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})\b",
+        group: 1,
+        after: 120,
+        check: Some(ent3),
+        ..BASE
+    },
+    RuleDef {
         id: "secret.octopus_deploy_key",
         label: "octopus_key",
         keywords: &["api-"],
@@ -509,6 +583,39 @@ mod tests {
             "AGE-SECRET-KEY-1QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L2ZXCVB",
         ] {
             assert!(!found(text).is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn vendor_formats_outside_gitleaks_are_found() {
+        for text in [
+            "MAILCHIMP=9f3a1c7e2b4d4e8fa6c19d7b5e3f2a10-us14",
+            "square.token = EAAAEk3Zq9LmX7vTp2RbN8cY1wE6uI0oA5sD3fG7hJ2kL9zX4cV8bN1mQ6wE0rT5",
+            "SQUARE_SECRET: sq0csp-Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7hJ2kL9z",
+            "mapbox: sk.eyJ1IjoiZXhhbXBsZXVzZXIiLCJhIjoiY2x6cTNrbDl4djJwdDdtbjRicjhjeTF3In0.Zq3kL9xV2pT7mN4bR8cY1w",
+            "DOPPLER_TOKEN=dp.st.prd.Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7hJ2kL9zX",
+            "nuget push pkg.nupkg -k oy2k3zq9lmx7vtp2rbn8cy1we6ui0oa5sd3fg7hj2kl9zx",
+            "whsec_Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD",
+            "GROQ_API_KEY=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",
+            "Authorization: Bearer ya29.a0AfH6SMBZq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7",
+            "https://api.softlayer.com/soap/v3/9f3a1c7e2b4d4e8fa6c19d7b5e3f2a109f3a1c7e2b4d4e8fa6c19d7b5e3f2a10",
+            "ibm_cloud_iam = 'Zq3kL9xV2pT7mN4bR8cY1wE6uI0oA5sD3fG7hJ2kL9zX'",
+        ] {
+            assert!(
+                found(text).contains(&"secret.vendor_token")
+                    || found(text).contains(&"secret.provider_assignment"),
+                "{text}: {:?}",
+                found(text)
+            );
+        }
+        for quiet in [
+            // A digest that happens to start with `eaaa` is not a Square token.
+            "aws-cli@sha256:eaaa7b11777babe28e6133a8b19ff71cea687e0d7f05158dee95a71f76ce3d00",
+            "sk.eyJxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.xxxxxxxxxxxxxxxxxxxxxx",
+            // Mapbox's public tokens are meant for browsers.
+            "mapboxgl.accessToken = 'pk.eyJ1IjoiZXhhbXBsZSIsImEiOiJjbHpxM2tsOXh2MnB0N21uNGJyOGN5MXcifQ.Zq3kL9xV2pT7mN4bR8cY1w';",
+        ] {
+            assert!(found(quiet).is_empty(), "{quiet}: {:?}", found(quiet));
         }
     }
 }

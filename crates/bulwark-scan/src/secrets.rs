@@ -78,7 +78,12 @@ fn credential_value(v: &[u8]) -> bool {
     let has_digit = v.iter().any(u8::is_ascii_digit);
     // A provider's published sample (jwt.io's token in an `Authorization` header) is
     // documentation, whichever rule found it.
-    !is_placeholder(v) && !published_example(v) && (has_digit || v.len() >= 16) && shannon(v) >= 2.5
+    !is_placeholder(v)
+        && !published_example(v)
+        && !code_expression(v)
+        && !secret_reference(&v.to_ascii_lowercase())
+        && (has_digit || v.len() >= 16)
+        && shannon(v) >= 2.5
 }
 
 /// Names that hold identifiers, sizes, names or public values rather than secrets
@@ -124,6 +129,10 @@ pub(crate) fn not_an_identifier_name(whole: &[u8]) -> bool {
         "credentialid",
         "credentials_id",
         "csrf",
+        // Anti-forgery tokens are written into every page the server sends.
+        "xsrf",
+        "authenticity_token",
+        "__requestverificationtoken",
         "monkey",
         "keying",
         "keyword",
@@ -173,6 +182,7 @@ fn generic_secret(v: &[u8]) -> bool {
         && v.iter().any(u8::is_ascii_alphabetic)
         && shannon(v) >= 3.5
         && !is_placeholder(v)
+        && !code_expression(v)
         && !v.starts_with(b"/")
         && !v.contains(&b' ')
 }
@@ -228,6 +238,7 @@ fn password_value(v: &[u8]) -> bool {
         && !is_placeholder(v)
         && !word
         && !code
+        && !code_expression(v)
         && !secret_reference(&lower)
         && !published_example(v)
         && v.iter().any(|b| b.is_ascii_alphanumeric())
@@ -267,10 +278,14 @@ const PUBLISHED_EXAMPLES: &[&[u8]] = &[
     b"sk_test_51HqLyjWDarjtT1zdp7dc",
 ];
 
-fn published_example(v: &[u8]) -> bool {
-    PUBLISHED_EXAMPLES
-        .iter()
-        .any(|e| v.windows(e.len()).any(|w| w == *e))
+/// Published examples, and keys that are public by design: Stripe's and Flutterwave's
+/// publishable keys and Mapbox's public tokens go into web pages on purpose.
+pub(crate) fn published_example(v: &[u8]) -> bool {
+    const PUBLIC: &[&[u8]] = &[b"pk_live_", b"pk_test_", b"pk.eyJ", b"FLWPUBK"];
+    PUBLIC.iter().any(|p| v.starts_with(p))
+        || PUBLISHED_EXAMPLES
+            .iter()
+            .any(|e| v.windows(e.len()).any(|w| w == *e))
 }
 
 fn stripe_key(v: &[u8]) -> bool {
@@ -317,6 +332,387 @@ fn slack_value(v: &[u8]) -> bool {
 
 fn vault_token(v: &[u8]) -> bool {
     random_looking(v.get(4..).unwrap_or_default())
+}
+
+/// The last word of an assignment's name, split at separators and camelCase humps
+/// (`db_password_file` → `file`, `authTokenUrl` → `url`), lower-cased.
+pub(crate) fn last_word(name: &str) -> String {
+    let mut last = String::new();
+    for c in name.chars() {
+        if matches!(
+            c,
+            '_' | '-' | '.' | ' ' | '\t' | '$' | '>' | '[' | ']' | '\'' | '"' | ':' | '*'
+        ) {
+            last.clear();
+        } else if c.is_ascii_uppercase()
+            && last
+                .chars()
+                .next_back()
+                .is_some_and(|p| p.is_ascii_lowercase())
+        {
+            last.clear();
+            last.push(c);
+        } else {
+            last.push(c);
+        }
+    }
+    last.to_ascii_lowercase()
+}
+
+/// Last words that make a secret-named key hold something about the secret rather than the
+/// secret (`token_url`, `passwordPolicy`, `auth_type`, `secretRef`, `api_key_header`).
+const ABOUT_THE_SECRET: &[&str] = &[
+    "id",
+    "ids",
+    "url",
+    "uri",
+    "urls",
+    "host",
+    "hostname",
+    "name",
+    "names",
+    "type",
+    "mode",
+    "method",
+    "header",
+    "scheme",
+    "endpoint",
+    "provider",
+    "version",
+    "file",
+    "path",
+    "dir",
+    "length",
+    "len",
+    "size",
+    "expiry",
+    "expires",
+    "expiration",
+    "ttl",
+    "timeout",
+    "enabled",
+    "enable",
+    "required",
+    "field",
+    "column",
+    "label",
+    "hint",
+    "prompt",
+    "placeholder",
+    "format",
+    "regex",
+    "pattern",
+    "policy",
+    "rule",
+    "rules",
+    "strategy",
+    "plugin",
+    "backend",
+    "server",
+    "domain",
+    "realm",
+    "scope",
+    "scopes",
+    "issuer",
+    "audience",
+    "algorithm",
+    "alg",
+    "count",
+    "limit",
+    "index",
+    "prefix",
+    "suffix",
+    "user",
+    "username",
+    "email",
+    "owner",
+    "status",
+    "state",
+    "flow",
+    "grant",
+    "kind",
+    "class",
+    "handler",
+    "env",
+    "var",
+    "variable",
+    "ref",
+    "reference",
+    "arn",
+    "location",
+    "source",
+    "store",
+    "manager",
+    "service",
+    "tokens",
+    "validator",
+    "validation",
+    "min",
+    "max",
+    "attempts",
+    "retries",
+    "changed",
+    "reset",
+    "storage",
+    "cache",
+    "generator",
+    "encoder",
+    "mask",
+    "input",
+    "text",
+    "message",
+    "error",
+];
+
+/// The name of a keyword assignment: not an identifier's name, not a setting about the
+/// secret.
+fn keyword_name(whole: &[u8]) -> bool {
+    // The regex's first byte is the boundary before the name (`>` of `$this->`, a quote).
+    let whole = match whole.first() {
+        Some(b) if !b.is_ascii_alphanumeric() && *b != b'-' => &whole[1..],
+        _ => whole,
+    };
+    let cut = whole
+        .iter()
+        .position(|&b| matches!(b, b'=' | b',' | b'>' | b'|' | b'?'))
+        .unwrap_or(whole.len());
+    // A type annotation (`apiKey: string`) or Go's `var k string` is not part of the name.
+    let head = String::from_utf8_lossy(&whole[..cut]);
+    let name = head
+        .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+        .split([':', ' ', '\t', '"', '\''])
+        .find(|w| {
+            !w.is_empty()
+                && !matches!(
+                    *w,
+                    "var"
+                        | "val"
+                        | "let"
+                        | "const"
+                        | "define("
+                        | "private"
+                        | "static"
+                        | "final"
+                        | "public"
+                        | "String"
+                        | "string"
+                        | "NSString"
+                        | "char"
+                )
+        })
+        .unwrap_or_default();
+    let name = name.trim_start_matches(['$', '*', '@', '-', '(', '\'']);
+    let lw = last_word(name);
+    !name.is_empty()
+        && not_an_identifier_name(name.as_bytes())
+        && !ABOUT_THE_SECRET.contains(&lw.as_str())
+}
+
+/// Code rather than a literal: a dotted or scoped path (`settings.SECRET_KEY`,
+/// `options.Value.Secret`, `std::env::var`), a call or an index (`getenv(`, `$_ENV[`),
+/// command substitution (`$(vault kv get …)`), a server-side template (`<%= … %>`), a flag.
+pub(crate) fn code_expression(v: &[u8]) -> bool {
+    // What closes the surrounding call, list or object is not part of the expression.
+    let mut t = v.trim_ascii();
+    while let Some((last, rest)) = t.split_last()
+        && matches!(last, b')' | b']' | b'}' | b';' | b',')
+    {
+        t = rest;
+    }
+    if t.starts_with(b"$(")
+        || t.starts_with(b"`")
+        || t.starts_with(b"<%")
+        || t.starts_with(b"#{")
+        || t.starts_with(b"--")
+        || t.starts_with(b"${")
+    {
+        return true;
+    }
+    let t = t.strip_prefix(b"$").unwrap_or(t);
+    let t = t.strip_prefix(b"@").unwrap_or(t);
+    // An identifier, then segments joined by `.`, `::` or `->`.
+    let mut i = 0;
+    let mut segments = 0;
+    let mut digits = 0;
+    loop {
+        let start = i;
+        if !t
+            .get(i)
+            .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+        {
+            break;
+        }
+        while t
+            .get(i)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        {
+            digits += usize::from(t[i].is_ascii_digit());
+            i += 1;
+        }
+        if i - start > 40 {
+            return false;
+        }
+        segments += 1;
+        if t.get(i) == Some(&b'.') {
+            i += 1;
+        } else if t[i..].starts_with(b"::") || t[i..].starts_with(b"->") {
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    if segments == 0 {
+        return false;
+    }
+    let rest = &t[i..];
+    let call_or_index = matches!(rest.first(), Some(b'(' | b'['));
+    // `a.b.c` with few digits is a path of names; a lone word is code only if called.
+    let path = segments >= 2 && rest.is_empty() && digits <= 2 && i == t.len();
+    call_or_index || path
+}
+
+/// A value that looks generated rather than written: random-looking segments make up
+/// most of it, the entropy is high enough for its length, and it is not a URL, path,
+/// e-mail address, word list, reference or stand-in.
+pub(crate) fn random_value(v: &[u8]) -> bool {
+    if v.len() < 8
+        || v.len() > 200
+        || is_placeholder(v)
+        || published_example(v)
+        || code_expression(v)
+        || secret_reference(&v.to_ascii_lowercase())
+        || v.contains(&b' ')
+        || v.windows(3).any(|w| w == b"://")
+        || v.starts_with(b"/")
+        || v.starts_with(b"~")
+        || v.starts_with(b"./")
+        || v.starts_with(b"../")
+    {
+        return false;
+    }
+    // An e-mail address: local part, `@`, a dotted domain ending in letters.
+    if let Some(at) = v.iter().position(|b| *b == b'@') {
+        let domain = &v[at + 1..];
+        let tld = domain.rsplit(|b| *b == b'.').next().unwrap_or_default();
+        if at > 0
+            && domain.contains(&b'.')
+            && tld.len() >= 2
+            && tld.iter().all(u8::is_ascii_alphabetic)
+        {
+            return false;
+        }
+    }
+    // Segments between separators: random ones mix letters and digits or hold symbols.
+    let mut random_len = 0;
+    for seg in v.split(|b| matches!(b, b'_' | b'-' | b'.' | b'/' | b':')) {
+        let letters = seg.iter().any(u8::is_ascii_alphabetic);
+        let digits = seg.iter().any(u8::is_ascii_digit);
+        let symbols = seg.iter().any(|b| !b.is_ascii_alphanumeric());
+        if seg.len() >= 4 && ((letters && digits) || symbols) {
+            random_len += seg.len();
+        }
+    }
+    // A short value with a run like `abc` or `123` is a stand-in someone typed
+    // (`AbCeFG123`), not a generated secret.
+    let lower = v.to_ascii_lowercase();
+    let typed_run = v.len() < 12
+        && lower
+            .windows(3)
+            .any(|w| w[1] == w[0].wrapping_add(1) && w[2] == w[1].wrapping_add(1));
+    let floor = if v.len() >= 16 { 3.0 } else { 2.5 };
+    !typed_run && random_len * 2 >= v.len() && shannon(v) >= floor
+}
+
+/// A keyword assignment's value, quoted or not.
+fn keyword_value(v: &[u8]) -> bool {
+    random_value(v)
+}
+
+/// A secret-named key: a word for a password, secret, token, key or credential, inside a
+/// longer name (`DB_PASSWORD`, `stripeApiKey`, `--auth-token`, `app.client.secret`).
+macro_rules! secret_name {
+    () => {
+        r"[A-Za-z0-9_.\-]{0,40}(?:passw(?:or)?d|pwd|secret|token|api[_\-]?key|access[_\-]?key|auth|credentials?|creds|private[_\-]?key|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key|(?:db|database|redis|mysql|postgres|smtp|ldap|admin|root|mail|ftp|user)[_\-]?pass)[A-Za-z0-9_.\-]{0,30}"
+    };
+}
+
+/// A quoted literal in any common syntax: `"…"`, `'…'`, a backtick string, C#/Objective-C
+/// `@"…"`, Python's `r"…"`/`b"…"`, and quotes escaped inside another string (`\"…\"`).
+macro_rules! quoted_value {
+    () => {
+        r#"(?:@|[rbu])?(?:\\?"([^"\\\n]{6,200})\\?"|\\?'([^'\\\n]{6,200})\\?'|`([^`\n]{6,200})`)"#
+    };
+}
+
+/// An unquoted value (YAML, .env, INI, properties, flags), ended by what ends a value.
+macro_rules! bare_value {
+    () => {
+        r#"([^\s"'`,;<>(){}\[\]\\]{8,200})(?:[\s"'`,;<>)\]}\\]|$)"#
+    };
+}
+
+/// The keyword-literal rule's regex: a secret-named key, its closing quote or bracket, an
+/// optional type (`: string`, `: &str`, Go's `string`), then an assignment operator of any
+/// common syntax and a quoted or bare value — or a comma or whitespace and a quoted value
+/// (PHP's `define('K', '…')`, C's `#define K "…"`, `--token "…"`).
+const KEYWORD_LITERAL: &str = concat!(
+    r"(?i)(?:^|[^A-Za-z0-9_])",
+    secret_name!(),
+    r#"(?:\\?["'])?\]?(?:[ \t]*:[ \t]*(?:&(?:'static[ \t]+)?str|string|str|secret(?:string)?)\??|[ \t]+string)?"#,
+    r"(?:[ \t]*(?::=|=>|\?\?=|\|\|=|\.=|=|:)[ \t]*(?:",
+    quoted_value!(),
+    "|",
+    bare_value!(),
+    r")|(?:[ \t]*,[ \t]*|[ \t]+)",
+    quoted_value!(),
+    ")",
+);
+
+/// A name/value pair in XML configuration (`<add key="ApiKey" value="…"/>`,
+/// `<property name="db.password" value="…"/>`, `<env name="TOKEN" value="…"/>`).
+const XML_PAIR: &str = concat!(
+    r#"(?i)<(?:add|property|entry|param|setting|env|variable|parameter)\b[^>]{0,80}?\b(?:key|name)[ \t]*=[ \t]*"("#,
+    secret_name!(),
+    r#")"[^>]{0,80}?\bvalue[ \t]*=[ \t]*"([^"\n]{6,200})""#,
+);
+
+/// A name/value pair in YAML or JSON, the way Kubernetes, Compose, ECS task definitions and
+/// CI files list environment variables: `- name: DB_PASSWORD` then `value: "…"`, or
+/// `{"name": "API_TOKEN", "value": "…"}`.
+const NAME_VALUE_PAIR: &str = concat!(
+    r#"(?i)\bname\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:"#,
+    secret_name!(),
+    r#")\\?["']?[ \t]*,?[ \t]*(?:\r?\n[ \t]*(?:-[ \t]+)?)?\\?["']?value\\?["']?[ \t]*[:=][ \t]*(?:"#,
+    quoted_value!(),
+    "|",
+    bare_value!(),
+    ")",
+);
+
+/// The name of a name/value pair (the first quoted or bare word after `name`).
+fn pair_name(whole: &[u8]) -> bool {
+    let rest = whole.get(4..).unwrap_or_default();
+    let start = rest
+        .iter()
+        .position(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .unwrap_or(rest.len());
+    let len = rest[start..]
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')))
+        .unwrap_or(rest.len() - start);
+    keyword_name(&rest[start..start + len])
+}
+
+/// The name of an XML name/value pair (the pair's `key` or `name`).
+fn xml_pair_name(whole: &[u8]) -> bool {
+    let lower = whole.to_ascii_lowercase();
+    let at = lower
+        .windows(4)
+        .position(|w| w == b"key=" || w == b"key " || w == b"name")
+        .unwrap_or(0);
+    let rest = &whole[at..];
+    let name = rest.split(|b| *b == b'"').nth(1).unwrap_or_default();
+    keyword_name(name)
 }
 
 /// The secret detectors.
@@ -757,7 +1153,103 @@ pub const RULES: &[RuleDef] = &[
         before: 72,
         after: 240,
         check: Some(generic_secret),
-        context: Some(not_an_identifier_name),
+        context: Some(keyword_name),
+        ..BASE
+    },
+    RuleDef {
+        // Any syntax's secret-named assignment of a generated-looking value (see
+        // `KEYWORD_LITERAL`); the value must look random, not code or a stand-in.
+        id: "secret.keyword_literal",
+        label: "secret",
+        severity: Severity::High,
+        // Not a bare "pass": "passed", "passport" and "compass" would open a window at
+        // every mention.
+        keywords: &[
+            "passw",
+            "_pass",
+            "-pass",
+            "dbpass",
+            "userpass",
+            "rootpass",
+            "adminpass",
+            "pwd",
+            "secret",
+            "token",
+            "api_key",
+            "apikey",
+            "api-key",
+            "access_key",
+            "accesskey",
+            "access-key",
+            "auth",
+            "credential",
+            "creds",
+            "private_key",
+            "privatekey",
+            "private-key",
+            "signing",
+            "encryption",
+            "master_key",
+            "masterkey",
+            "master-key",
+        ],
+        regex: KEYWORD_LITERAL,
+        group: ANY_GROUP,
+        before: 64,
+        after: 300,
+        check: Some(keyword_value),
+        context: Some(keyword_name),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.xml_pair",
+        label: "secret",
+        severity: Severity::High,
+        keywords: &["value="],
+        regex: XML_PAIR,
+        group: 2,
+        before: 200,
+        after: 260,
+        check: Some(keyword_value),
+        context: Some(xml_pair_name),
+        ..BASE
+    },
+    RuleDef {
+        id: "secret.name_value_pair",
+        label: "secret",
+        severity: Severity::High,
+        keywords: &["value"],
+        regex: NAME_VALUE_PAIR,
+        group: ANY_GROUP,
+        before: 120,
+        after: 260,
+        check: Some(keyword_value),
+        context: Some(pair_name),
+        ..BASE
+    },
+    RuleDef {
+        // `.netrc`: `machine HOST login USER password PASS`, on one line or several.
+        id: "secret.netrc_password",
+        label: "password",
+        keywords: &["machine"],
+        regex: r"(?i)\bmachine\s+\S+\s+login\s+\S+\s+password\s+(\S{4,200})",
+        group: 1,
+        before: 8,
+        after: 520,
+        check: Some(password_value),
+        ..BASE
+    },
+    RuleDef {
+        // The MySQL/MariaDB clients take the password glued to `-p` (`-p'…'`, `-pS3cr…`);
+        // `-p` alone prompts for it.
+        id: "secret.mysql_password_flag",
+        label: "password",
+        keywords: &["mysql", "mariadb"],
+        regex: r#"(?i)\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b[^\n|;&]{0,200}?[ \t]-p(?:'([^'\n]{4,200})'|"([^"\n]{4,200})"|([^\s'"\-][^\s'"]{3,200}))"#,
+        group: ANY_GROUP,
+        before: 8,
+        after: 420,
+        check: Some(password_value),
         ..BASE
     },
     RuleDef {
@@ -783,6 +1275,31 @@ pub const RULES: &[RuleDef] = &[
         ..BASE
     },
     RuleDef {
+        // The same for elements named for a token, key or credential, whose values must
+        // look generated (`<auth>kerberos</auth>` is a setting, not a secret).
+        id: "secret.xml_element",
+        label: "secret",
+        keywords: &[
+            "auth>",
+            "credential>",
+            "credentials>",
+            "accesskey>",
+            "access_key>",
+            "privatekey>",
+            "private_key>",
+            "secretkey>",
+            "accesstoken>",
+            "authtoken>",
+        ],
+        regex: r"(?i)<([A-Za-z0-9_.:\-]{0,40}(?:auth|credentials?|access_?key|private_?key|secret_?key|access_?token|auth_?token))>\s*([^<\s]{8,200})\s*</([A-Za-z0-9_.:\-]{0,40}(?:auth|credentials?|access_?key|private_?key|secret_?key|access_?token|auth_?token))>",
+        group: 2,
+        before: 60,
+        after: 260,
+        check: Some(keyword_value),
+        context: Some(xml_element_name),
+        ..BASE
+    },
+    RuleDef {
         id: "secret.password_assignment",
         label: "password",
         severity: Severity::Medium,
@@ -802,7 +1319,7 @@ pub const RULES: &[RuleDef] = &[
         before: 240,
         after: 240,
         check: Some(password_value),
-        context: Some(not_an_identifier_name),
+        context: Some(keyword_name),
         ..BASE
     },
 ];
@@ -862,6 +1379,76 @@ mod tests {
             "vault kv get -field=password secret/prod/db",
             "<password>${env.DB_PASSWORD}</password>",
             "<tokenType>bearer</tokenType>",
+            // The same classes in the other shapes they come in.
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+            "STRIPE_PUBLISHABLE_KEY=pk_live_51HqLyjWDarjtT1zdp7dcZq3kL9xV2pT7mN4bR8cY1wE6",
+            "const apiKey = 'pk_test_TYooMQauvdEDq54NiTphI7jx';",
+            "STRIPE_SECRET_KEY=sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+            r#"{"access_token": "", "token_type": "bearer", "expires_in": 3600}"#,
+            "token_type=Bearer&expires_in=3600&scope=read",
+            "op read op://prod/db/password",
+            "op read \"op://Private/GitHub/token\" --no-newline",
+            "export GITHUB_TOKEN=$(op read op://dev/github/token)",
+            "API_KEY=\"$(op read 'op://dev/stripe/secret key')\"",
+            "vault kv get -mount=secret -field=api_key prod/payments",
+            "export VAULT_TOKEN=$(vault kv get -field=token secret/ci)",
+            "DB_PASSWORD=$(aws secretsmanager get-secret-value --secret-id prod/db --query SecretString --output text)",
+        ] {
+            assert!(found(text).is_empty(), "{text}: {:?}", found(text));
+        }
+    }
+
+    #[test]
+    fn keyword_literals_are_found_in_every_syntax() {
+        let v = "q8Rz2LmX7vTp4KdN";
+        for text in [
+            format!("apiKey: string = '{v}';"),
+            format!("val authToken: String = \"{v}\""),
+            format!("var accessKey = @\"{v}\";"),
+            format!("NSString *secret = @\"{v}\";"),
+            format!("define('AUTH_TOKEN', '{v}');"),
+            format!("$this->credentials = '{v}';"),
+            format!("  :auth => \"{v}\","),
+            format!("#define API_TOKEN \"{v}\""),
+            format!("const TOKEN: &str = \"{v}\";"),
+            format!("var token string = \"{v}\""),
+            format!("tool login --auth-token \"{v}\""),
+            format!("<add key=\"StorageToken\" value=\"{v}\" />"),
+            format!("<auth>{v}</auth>"),
+            format!("mysql -u root -p'{v}' app"),
+            format!("        - name: DB_PASSWORD\n          value: \"{v}\""),
+            format!(r#"{{"name": "STRIPE_TOKEN", "value": "{v}"}}"#),
+            format!("machine api.example.net login deploy password {v}"),
+            format!(r#"{{"config": "{{\"token\": \"{v}\"}}"}}"#),
+        ] {
+            let ids = found(&text);
+            assert!(!ids.is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn code_and_stand_ins_under_secret_names_are_not_secrets() {
+        for text in [
+            "cfg = {'password': settings.SECRET_KEY}",
+            "client = Client(api_key=args.api_key)",
+            "var token = Configuration[\"Auth:Token\"];",
+            "let secret = std::env::var(\"SECRET\")?;",
+            "  password: '<%= ENV['DB_PASSWORD'] %>'",
+            "  db_password = random_password.db.result",
+            "$this->token = $_ENV['API_TOKEN'];",
+            "authToken: crypto.randomBytes(32).toString('hex'),",
+            "token: op://prod/ci/token",
+            "DB_PASSWORD=$(vault kv get -field=password secret/db)",
+            "deploy --password= --verbose",
+            "SUMO_ACCESS_KEY: AbCeFG123",
+            "tokenizer: \"meta-llama/Llama-2-7b-hf\"",
+            "auth_url = \"https://login.example.net/oauth2/v2.0/token\"",
+            "password_policy = \"min12-upper1-digit1\"",
+            "auth: ops-team@example.org",
+            "        - name: DB_PASSWORD\n          valueFrom:\n            secretKeyRef:",
+            r#"{"name": "API_TOKEN_URL", "value": "9f3a1c7e2b4d4e8fa6c1"}"#,
+            "machine api.example.net login deploy password $NETRC_PASSWORD",
+            r#"<input type="hidden" name="authenticity_token" value="q8Rz2LmX7vTp4KdNq8Rz2LmX7vTp4KdN" />"#,
         ] {
             assert!(found(text).is_empty(), "{text}: {:?}", found(text));
         }
