@@ -212,6 +212,9 @@ pub struct Intent {
     override_: Regex,
     fake_turn: Regex,
     role_marker: Regex,
+    /// Literal words without which neither a role marker nor a task label can match
+    /// (any non-ASCII letter lets the full regexes decide): a fast first search.
+    marker_words: Regex,
     task_label: Regex,
     own_task: Regex,
     /// "your system prompt", "your instructions": the reader-model's own things, which do
@@ -314,6 +317,9 @@ impl Intent {
             fake_turn: re(FAKE_TURN)?,
             role_marker: re(&role_marker)?,
             task_label: re(TASK_LABEL)?,
+            marker_words: re(
+                r"sys|sistema|admin|develop|root|operat|moderat|assist|todo|to do|to-do|action|step|task|remind|instruct|important|urgent|required|follow|pendiente|tarea|recordatorio|faire|rappel|aufgabe|erinnerung|wichtig|dringend|erledigen|tarefa|lembrete|pendente|fare|promemoria|compito|azione|[^\x00-\x7f]",
+            )?,
             own_task: re(OWN_TASK)?,
             model_own: re(
                 r"\byour (?:system prompt|(?:previous |prior |original )?instructions|previous messages|conversation|context|memory|rules|guidelines)\b",
@@ -444,8 +450,12 @@ impl Intent {
             f.addressed = true;
             f.imperative = f.imperative || self.addressed_mood(s);
         }
-        // Every role marker has a bracket, a hash or a colon: most sentences have none.
-        if !f.fake_turn && s.contains(['[', '(', '<', '{', '#', ':', '>', '-', '—']) {
+        // Every role marker has a bracket, a hash or a colon, and a role word: most
+        // sentences have neither, and one literal search says so.
+        if !f.fake_turn
+            && s.contains(['[', '(', '<', '{', '#', ':', '>', '-', '—'])
+            && self.marker_words.is_match(s)
+        {
             f.role_marker = self.role_marker(s);
         }
         // Output directives and exfiltration requests are rules for tool results only.
@@ -481,7 +491,9 @@ impl Intent {
     /// and a code comment (`// TODO: delete this`) are not instructions to the reader-model.
     fn task_label(&self, folded: &str, raw: &str) -> bool {
         // A label ends in a colon, a dash, a bracket or "!": most sentences have none.
-        if !folded.contains([':', '!', '-', '—', '–', ')', '：']) {
+        if !folded.contains([':', '!', '-', '—', '–', ')', '：'])
+            || !self.marker_words.is_match(folded)
+        {
             return false;
         }
         let Some(m) = self.task_label.find(folded) else {
