@@ -263,7 +263,7 @@ pub const RULES: &[PhraseRule] = &[
     PhraseRule {
         id: "injection.authority.system_message_header",
         category: Category::Injection,
-        severity: [Severity::High, Severity::High, Severity::High],
+        severity: [Severity::High, Severity::Low, Severity::High],
         negation_guard: false,
         keywords: &[
             r#"system message"#,
@@ -304,7 +304,7 @@ pub const RULES: &[PhraseRule] = &[
     PhraseRule {
         id: "injection.authority.fake_tag",
         category: Category::Injection,
-        severity: [Severity::High, Severity::High, Severity::High],
+        severity: [Severity::High, Severity::Low, Severity::High],
         negation_guard: false,
         keywords: &[
             r#"<system"#,
