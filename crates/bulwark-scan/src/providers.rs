@@ -59,23 +59,6 @@ fn provider_name(whole: &[u8]) -> bool {
         .unwrap_or(whole.len());
     let name = String::from_utf8_lossy(&whole[..cut]);
     let name = name.trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'');
-    // The last word of the name, split at separators and camelCase humps.
-    let mut last = String::new();
-    for c in name.chars() {
-        if matches!(c, '_' | '-' | '.' | ' ' | '\t') {
-            last.clear();
-        } else if c.is_ascii_uppercase()
-            && last
-                .chars()
-                .next_back()
-                .is_some_and(|p| p.is_ascii_lowercase())
-        {
-            last.clear();
-            last.push(c);
-        } else {
-            last.push(c);
-        }
-    }
     const PUBLIC: &[&str] = &[
         "id",
         "ids",
@@ -109,7 +92,7 @@ fn provider_name(whole: &[u8]) -> bool {
         "public",
         "publishable",
     ];
-    let last = last.to_ascii_lowercase();
+    let last = crate::secrets::last_word(name);
     crate::secrets::not_an_identifier_name(whole)
         && !PUBLIC.contains(&last.as_str())
         && provider_starts_a_word(name)
