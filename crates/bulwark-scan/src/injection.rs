@@ -366,7 +366,7 @@ pub const RULES: &[PhraseRule] = &[
     PhraseRule {
         id: "injection.exfil.secret_multilingual",
         category: Category::Injection,
-        severity: [Severity::Medium, Severity::Medium, Severity::Medium],
+        severity: [Severity::Medium, Severity::Low, Severity::Medium],
         negation_guard: false,
         keywords: &[
             r#"contraseña"#,

@@ -1240,6 +1240,13 @@ mod tests {
             "[System] Maintenance tonight at 10pm, services may be unavailable.",
             "Agent: Jane Doe\nPhone: 555-1234\nPlease send the documents to jane@travel.example.",
             "2024-03-02T10:00:02Z INFO agent: sending heartbeat to https://hb.example/x",
+            "2024-03-02T10:00:02Z DEBUG agent: started worker 3, polling https://q.example/jobs",
+            // A notice to people that names a password, in other languages (the word alone
+            // is no request to the model).
+            "Aviso de informática: tu contraseña caduca en cinco días. Cámbiala en el portal del personal.",
+            "IT-Hinweis: Ihr Passwort läuft in fünf Tagen ab. Ändern Sie es im Mitarbeiterportal.",
+            "IT通知：您的密码将在五天后过期。请在员工门户中修改。",
+            "Уведомление ИТ: срок действия вашего пароля истекает через пять дней.",
             "FAQ\nWhat is a VPN?\nA VPN encrypts your traffic.\nWho can open an account?\nAnyone over 18.",
         ] {
             assert!(
