@@ -151,12 +151,34 @@ pub fn bind(path: &Path, uids: &[u32]) -> Result<UnixListener, ServeError> {
             Err(e) => return Err(ServeError::Io(path.to_path_buf(), e)),
         }
     }
-    let listener = UnixListener::bind(path).map_err(|e| ServeError::Io(path.to_path_buf(), e))?;
     let own = own_uid();
     let others = uids.iter().any(|u| Some(*u) != own);
     let mode = if others { 0o666 } else { 0o600 };
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| ServeError::Io(path.to_path_buf(), e))?;
+    // Bound under a name of its own, given its mode, then renamed into place: a client
+    // never finds the socket with the mode the umask gave it (a race the e2e test saw).
+    // A path with no room for the longer name is bound in place, as before.
+    let mut staged = path.as_os_str().to_owned();
+    staged.push(format!(".{}", std::process::id()));
+    let staged = PathBuf::from(staged);
+    let at = if staged.as_os_str().len() <= MAX_SOCKET_PATH {
+        let _ = std::fs::remove_file(&staged);
+        staged.as_path()
+    } else {
+        path
+    };
+    let listener = UnixListener::bind(at).map_err(|e| ServeError::Io(path.to_path_buf(), e))?;
+    let placed =
+        std::fs::set_permissions(at, std::fs::Permissions::from_mode(mode)).and_then(|()| {
+            if at == path {
+                Ok(())
+            } else {
+                std::fs::rename(at, path)
+            }
+        });
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(at);
+        return Err(ServeError::Io(path.to_path_buf(), e));
+    }
     Ok(listener)
 }
 
